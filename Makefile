@@ -1,0 +1,49 @@
+# nodekit: the README's two commands are `make demo` and `make test`.
+GO                  ?= go
+STATICCHECK_VERSION := v0.8.2
+BIN                 := $(CURDIR)/bin
+STAGE               := $(CURDIR)/hack/stage
+# Every Go file tracked or not yet tracked, minus vendored or generated trees.
+GOFILES              = $(shell find . -name '*.go' -not -path './bin/*' -not -path './.git/*')
+
+.PHONY: test demo bench pins fmt-check vet staticcheck unit integration clean
+
+## test: everything CI runs — pins, gofmt, go vet, staticcheck, race tests of
+## the library and of the nested test module (real kube-apiserver).
+test: pins fmt-check vet staticcheck unit integration
+
+pins:
+	@$(STAGE) pins ./hack/check-pins.sh
+
+fmt-check:
+	@$(STAGE) gofmt sh -c 'out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi'
+
+vet:
+	@$(STAGE) "go vet (library)" $(GO) vet ./...
+	@$(STAGE) "go vet (test module)" sh -c 'cd test && $(GO) vet ./...'
+
+$(BIN)/staticcheck:
+	@$(STAGE) "build staticcheck $(STATICCHECK_VERSION)" env GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+staticcheck: $(BIN)/staticcheck
+	@$(STAGE) "staticcheck (library)" $(BIN)/staticcheck ./...
+	@$(STAGE) "staticcheck (test module)" sh -c 'cd test && $(BIN)/staticcheck ./...'
+
+unit:
+	@$(STAGE) "go test -race (library)" $(GO) test -race -count=1 ./...
+
+integration:
+	@$(STAGE) "go test -race (test module: kube-apiserver, CRI)" sh -c 'cd test && $(GO) test -race -count=1 ./...'
+
+## demo: runs the reference agent on its embedded defaults. Until
+## examples/kubelet lands it runs the integration smoke test visibly.
+demo:
+	@$(STAGE) demo sh -c 'cd test && $(GO) test -count=1 -v -run "TestHarness" ./integration/'
+
+## bench: every benchmark, with allocations.
+bench:
+	@$(STAGE) "bench (library)" $(GO) test -run '^$$' -bench . -benchmem ./...
+	@$(STAGE) "bench (test module)" sh -c 'cd test && $(GO) test -run "^$$" -bench . -benchmem ./...'
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,80 @@
+// Package crisim is an in-memory container runtime that speaks the real
+// Kubernetes CRI (runtime.v1) over gRPC on a unix socket.
+//
+// It exists so that tests of nodekit components can talk to "a container
+// runtime" through the very client the kubelet uses (k8s.io/cri-client)
+// without root, containerd or CRI-O. Nothing is executed: sandboxes,
+// containers and images are records in memory whose state machine mirrors
+// what real runtimes do.
+//
+// # Model
+//
+// A [Sim] owns all state behind a single mutex. Pod sandboxes are READY
+// after RunPodSandbox and NOTREADY after StopPodSandbox, which force-kills
+// (exit code 137) every running container of the pod. RemovePodSandbox
+// removes the pod and all its containers. Containers go CREATED → RUNNING →
+// EXITED; a running container that is removed is force-stopped first, and
+// stopping a container that is not running is a no-op. Unknown IDs yield
+// gRPC codes.NotFound, except for the Remove calls which the CRI defines as
+// idempotent. Creating a container requires its image to be present (see
+// [Config.Images] and PullImage).
+//
+// What a container "does" once started is decided by a [Script] selected
+// with a [Match] on container name, pod name and namespace; by default it
+// runs forever. Scripts can exit after a delay, fail to start, or take time
+// to react to StopContainer. ExecSync answers are scripted the same way with
+// [Sim.ScriptExec], and resource usage is set with [Sim.SetContainerStats],
+// [Sim.SetPodSandboxStats] and [Sim.SetImageFsUsage].
+//
+// # Time
+//
+// Every timestamp (in nanoseconds, as the CRI wants) and every timer comes
+// from [Config.Clock]. With a k8s.io/utils/clock/testing.FakeClock a test
+// makes containers exit, stop timeouts expire, exec delays elapse and
+// injected latency end by stepping the clock; FakeClock.HasWaiters tells it
+// when the simulator is waiting. Timer callbacks hop to a fresh goroutine
+// before touching the simulator, so state changes caused by a Step become
+// visible shortly after Step returns, not during it. Timestamps of timed
+// exits are the scheduled instant, not the instant the clock was stepped to.
+//
+// # Events
+//
+// GetContainerEvents streams CONTAINER_CREATED/STARTED/STOPPED/DELETED
+// events. As containerd does, pod sandboxes produce events too, carrying the
+// sandbox ID as container ID: CREATED and STARTED on RunPodSandbox, STOPPED
+// on StopPodSandbox and DELETED on RemovePodSandbox. Each event carries the
+// sandbox status and the statuses of the sandbox's containers as they are
+// right after the change. Each subscriber has a bounded buffer
+// ([Config.EventBuffer]); the runtime never waits for a subscriber. A
+// subscriber whose buffer overflows is dropped: its stream ends with
+// codes.ResourceExhausted and the client is expected to reconnect and
+// relist. The server sends response headers once the subscription is
+// registered, so a client that has received them (ClientStream.Header) will
+// see every later event.
+//
+// # Faults
+//
+// [Sim.Inject] makes any RPC, named as in the CRI service ("RunPodSandbox",
+// "ListContainers", "PullImage", ...), wait for a latency on the injected
+// clock and/or fail, for a number of calls or until [Sim.ClearFaults]. Faults
+// are applied by gRPC interceptors, so they cover unary and streaming RPCs
+// uniformly; [Sim.Calls] counts the calls each method received.
+//
+// # Unimplemented RPCs
+//
+// RPCs that only make sense with real processes are left to the embedded
+// Unimplemented servers and answer codes.Unimplemented: Exec, Attach and
+// PortForward (streaming endpoints), CheckpointContainer, and the metrics
+// RPCs ListMetricDescriptors, ListPodSandboxMetrics and
+// StreamPodSandboxMetrics. Everything else, including the streaming list
+// RPCs (StreamPodSandboxes, StreamContainers, StreamImages,
+// StreamContainerStats, StreamPodSandboxStats), is implemented.
+//
+// # Serving
+//
+// [Sim.ListenAndServe] serves on a unix socket and returns the endpoint
+// ("unix://" + path) to give to cri-client, plus a stop function that ends
+// event streams and pending waits, then stops the server gracefully (falling
+// back to a hard stop) and leaves no goroutine behind. [Start] wraps this for
+// tests.
+package crisim
