@@ -15,7 +15,7 @@ type container struct {
 	id          string
 	seq         uint64
 	sandboxID   string
-	pod         Match // pod name and namespace, for script matching
+	target      Match // container, pod and namespace names that Match rules select on
 	meta        *runtimeapi.ContainerMetadata
 	image       *runtimeapi.ImageSpec
 	imageRef    string

@@ -62,7 +62,7 @@ func (r *runtimeService) CreateContainer(_ context.Context, req *runtimeapi.Crea
 		id:          id,
 		seq:         seq,
 		sandboxID:   sb.id,
-		pod:         Match{Pod: sb.meta.Name, Namespace: sb.meta.Namespace, Container: md.Name},
+		target:      Match{Pod: sb.meta.Name, Namespace: sb.meta.Namespace, Container: md.Name},
 		meta:        proto.CloneOf(md),
 		image:       proto.CloneOf(cfg.Image),
 		imageRef:    img.ref(),

@@ -13,8 +13,11 @@ import (
 
 // ExecResult is the scripted outcome of an ExecSync call.
 type ExecResult struct {
-	Stdout   string
-	Stderr   string
+	// Stdout and Stderr are the command's output.
+	Stdout string
+	Stderr string
+	// ExitCode is the command's exit code; cri-client turns a non-zero
+	// code into an exec.CodeExitError.
 	ExitCode int32
 	// Delay is how long, on the injected clock, the command runs. If it
 	// exceeds the request timeout the call fails with DeadlineExceeded once
@@ -62,7 +65,7 @@ func (r *runtimeService) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncR
 		s.mu.Unlock()
 		return nil, precondition("container %q is not running (state %s)", c.id, c.state)
 	}
-	res := s.execResultLocked(c.pod, req.Cmd)
+	res := s.execResultLocked(c.target, req.Cmd)
 	s.mu.Unlock()
 
 	timeout := time.Duration(req.Timeout) * time.Second

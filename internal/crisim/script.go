@@ -10,7 +10,9 @@ import (
 // namespace of their pod sandbox. Empty fields match anything, so the zero
 // Match selects every container.
 type Match struct {
+	// Container is the container metadata name.
 	Container string
+	// Pod and Namespace are the pod sandbox metadata name and namespace.
 	Pod       string
 	Namespace string
 }
@@ -70,7 +72,7 @@ func (s *Sim) scriptForLocked(target Match) Script {
 // startLocked moves a CREATED container to RUNNING (or to EXITED if its
 // script fails to start) and arms its scripted exit.
 func (s *Sim) startLocked(c *container) error {
-	sc := s.scriptForLocked(c.pod)
+	sc := s.scriptForLocked(c.target)
 	c.script = sc
 	now := s.nowNano()
 	if sc.StartError != nil {

@@ -12,13 +12,19 @@ import (
 // used for the own overhead of a pod sandbox (see SetPodSandboxStats), in
 // which case the writable-layer fields are ignored.
 type ContainerUsage struct {
-	CPUUsageNanoCores       uint64
+	// CPUUsageNanoCores is the current CPU usage in billionths of a core.
+	CPUUsageNanoCores uint64
+	// CPUUsageCoreNanoSeconds is the cumulative CPU time consumed.
 	CPUUsageCoreNanoSeconds uint64
-	MemoryWorkingSetBytes   uint64
-	MemoryRSSBytes          uint64
-	MemoryUsageBytes        uint64
-	WritableLayerBytes      uint64
-	WritableLayerInodes     uint64
+	// MemoryWorkingSetBytes, MemoryRSSBytes and MemoryUsageBytes are the
+	// memory figures the kubelet uses for eviction and metrics.
+	MemoryWorkingSetBytes uint64
+	MemoryRSSBytes        uint64
+	MemoryUsageBytes      uint64
+	// WritableLayerBytes and WritableLayerInodes are the usage of the
+	// container's writable layer.
+	WritableLayerBytes  uint64
+	WritableLayerInodes uint64
 }
 
 func (u ContainerUsage) add(o ContainerUsage) ContainerUsage {
@@ -56,7 +62,9 @@ func u64(v uint64) *runtimeapi.UInt64Value {
 
 // FsUsage is the usage of a filesystem.
 type FsUsage struct {
-	UsedBytes  uint64
+	// UsedBytes is the space used, in bytes.
+	UsedBytes uint64
+	// InodesUsed is the number of inodes used.
 	InodesUsed uint64
 }
 
