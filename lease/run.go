@@ -1,0 +1,103 @@
+package lease
+
+import (
+	"container/heap"
+	"context"
+	"sync"
+	"time"
+)
+
+// Run renews every managed lease on schedule until ctx is done, with at most
+// Workers renewals in flight. It returns nil once ctx is done and all its
+// goroutines have ended.
+func (c *Controller) Run(ctx context.Context) error {
+	work := make(chan dueEntry)
+	var wg sync.WaitGroup
+	for range c.cfg.Workers {
+		wg.Go(func() {
+			for d := range work {
+				_ = c.renewAndReschedule(ctx, d.e, d.due) // logged and counted inside
+			}
+		})
+	}
+	defer func() {
+		close(work)
+		wg.Wait()
+	}()
+
+	for {
+		due, wait := c.popDue()
+		for i, d := range due {
+			select {
+			case work <- d:
+			case <-ctx.Done():
+				c.requeue(due[i:])
+				return nil
+			}
+		}
+		if len(due) > 0 {
+			continue // more may have become due while dispatching
+		}
+		if !c.sleep(ctx, wait) {
+			return nil
+		}
+	}
+}
+
+type dueEntry struct {
+	e   *entry
+	due time.Time
+}
+
+// popDue takes the entries due now off the schedule and marks them in
+// flight. It also returns how long until the next one is due (-1: none).
+func (c *Controller) popDue() ([]dueEntry, time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.cfg.Clock.Now()
+	var due []dueEntry
+	for c.queue.Len() > 0 && !c.queue[0].due.After(now) && len(due) < c.cfg.Workers {
+		e := heap.Pop(&c.queue).(*entry)
+		e.inFlight = true
+		due = append(due, dueEntry{e: e, due: e.due})
+	}
+	if len(due) > 0 || c.queue.Len() == 0 {
+		return due, -1
+	}
+	return nil, c.queue[0].due.Sub(now)
+}
+
+// requeue puts entries that were popped but never dispatched back.
+func (c *Controller) requeue(due []dueEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, d := range due {
+		d.e.inFlight = false
+		if !d.e.removed {
+			heap.Push(&c.queue, d.e)
+		}
+	}
+}
+
+// sleep waits for wait (forever if negative), a nudge, or ctx. It reports
+// false when ctx is done.
+func (c *Controller) sleep(ctx context.Context, wait time.Duration) bool {
+	if wait < 0 {
+		select {
+		case <-c.wake:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	t := c.cfg.Clock.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-c.wake:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,121 @@
+package lease_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/nodekit/nodekit/lease"
+)
+
+// runController starts Run and returns a stop func that cancels it and
+// checks it returned nil.
+func runController(t *testing.T, c *lease.Controller) func() {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	return func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(5 * time.Second):
+			t.Fatal("Run did not return within 5s of cancel")
+		}
+	}
+}
+
+func TestRunRenewsOnSchedule(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	c, client, clk := newController(t, nil)
+	stop := runController(t, c)
+	defer stop()
+
+	require.Eventually(t, func() bool { return client.Lease(ns, "node-a") != nil }, 5*time.Second, time.Millisecond)
+	for i := 1; i <= 5; i++ {
+		// Wait for Run to be parked on its timer, then fire it.
+		require.Eventually(t, func() bool {
+			next, _ := c.NextRenewal("node-a")
+			return clk.HasWaiters() && next.Equal(clk.Now().Add(10*time.Second))
+		}, 5*time.Second, time.Millisecond)
+		clk.Step(10 * time.Second)
+		require.Eventually(t, func() bool { return client.Calls("update") == i }, 5*time.Second, time.Millisecond)
+		require.True(t, client.Lease(ns, "node-a").Spec.RenewTime.Time.Equal(clk.Now()))
+	}
+	require.Equal(t, 1, client.Calls("get"))
+}
+
+func TestRunManyNamesSpreadAndRuntimeChanges(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	names := make([]string, 200)
+	for i := range names {
+		names[i] = fmt.Sprintf("vnode-%03d", i)
+	}
+	c, client, clk := newController(t, func(cfg *lease.Config) {
+		cfg.NodeName = ""
+		cfg.Names = names
+		cfg.InitialSpread = 10 * time.Second
+		cfg.Workers = 4
+	})
+	stop := runController(t, c)
+	defer stop()
+
+	created := func() int {
+		n := 0
+		for _, name := range c.Names() {
+			if client.Lease(ns, name) != nil {
+				n++
+			}
+		}
+		return n
+	}
+	// Renewals are spread over the interval: after half of it, about half
+	// the leases exist.
+	for range 50 {
+		require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond)
+		clk.Step(100 * time.Millisecond)
+	}
+	require.Eventually(t, func() bool { n := created(); return n > 60 && n < 140 }, 5*time.Second, time.Millisecond, "created=%d", created())
+	for range 51 {
+		require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond)
+		clk.Step(100 * time.Millisecond)
+	}
+	require.Eventually(t, func() bool { return created() == len(names) }, 5*time.Second, time.Millisecond)
+
+	// Adding a name at run time renews it at once; removing one stops it.
+	require.NoError(t, c.Add("late-node"))
+	require.Eventually(t, func() bool { return client.Lease(ns, "late-node") != nil }, 5*time.Second, time.Millisecond)
+	c.Remove("vnode-000")
+	before := client.Lease(ns, "vnode-000").Spec.RenewTime.Time
+	for range 25 {
+		require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond)
+		clk.Step(time.Second)
+	}
+	require.Eventually(t, func() bool {
+		return client.Lease(ns, "vnode-199").Spec.RenewTime.Time.After(t0.Add(15 * time.Second))
+	}, 5*time.Second, time.Millisecond, "now=%v renew=%v updates=%d", clk.Now().Sub(t0), client.Lease(ns, "vnode-199").Spec.RenewTime.Time.Sub(t0), client.Calls("update"))
+	require.True(t, client.Lease(ns, "vnode-000").Spec.RenewTime.Time.Equal(before), "removed name is not renewed")
+	require.Len(t, c.Names(), len(names))
+}
+
+func TestRunReturnsPromptlyWhileRenewalHangs(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	c, client, _ := newController(t, nil)
+	entered := make(chan struct{}, 1)
+	client.SetHook(func(ctx context.Context, _, _, _ string) error {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	stop := runController(t, c)
+	<-entered
+	stop()
+}
