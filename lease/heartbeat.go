@@ -1,0 +1,37 @@
+package lease
+
+import (
+	"context"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+)
+
+// HeartbeatRESTConfig returns a copy of base for a dedicated heartbeat
+// client, the way the kubelet builds one: requests time out after timeout
+// (use the renew interval, 10s by default, so a hung connection cannot
+// swallow a lease's grace period) and client-side rate limiting is off, so
+// heartbeats never queue behind the main client's traffic.
+func HeartbeatRESTConfig(base *rest.Config, timeout time.Duration) *rest.Config {
+	cfg := rest.CopyConfig(base)
+	cfg.Timeout = timeout
+	cfg.QPS = -1
+	cfg.RateLimiter = nil
+	return cfg
+}
+
+// NodeUIDFromAPI returns a NodeUIDFunc that GETs the Node from the API
+// server. The controller calls it only while the UID is unknown; hosts with a
+// Node informer should read its lister instead.
+func NodeUIDFromAPI(nodes corev1client.NodesGetter) NodeUIDFunc {
+	return func(ctx context.Context, name string) (types.UID, error) {
+		n, err := nodes.Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		return n.UID, nil
+	}
+}
