@@ -1,0 +1,128 @@
+package podworkers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	v1 "k8s.io/api/core/v1"
+)
+
+// startRun runs w.Run in a goroutine and returns a stop func that cancels
+// it and requires a nil result.
+func startRun(t *testing.T, w *Workers) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	return func() {
+		cancel()
+		require.NoError(t, <-done)
+	}
+}
+
+func TestRunLifecycle(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	synced := make(chan string, 10)
+	r := &recordingSyncer{syncPod: func(_ context.Context, _ UpdateType, p *v1.Pod) (bool, error) {
+		synced <- p.ResourceVersion
+		return false, nil
+	}}
+	w, _ := newTestWorkers(t, r)
+	idle := make(chan struct{}, 10)
+	w.onIdle = func() { idle <- struct{}{} }
+	p := newPod("a", "pa", "1")
+	apply(t, w, update(UpdateCreate, p)) // before Run: kept until Run starts
+	stop := startRun(t, w)
+	require.Equal(t, "1", <-synced)
+	<-idle // the worker goroutine is gone while the pod is idle
+
+	apply(t, w, update(UpdateUpdate, newPod("a", "pa", "2")))
+	require.Equal(t, "2", <-synced)
+	<-idle
+
+	done := make(chan struct{})
+	apply(t, w, Update{Type: UpdateKill, Pod: p, Kill: &KillOptions{Completed: done}})
+	<-done
+	<-idle
+	stop()
+	st, _ := w.PodState("a")
+	require.Equal(t, StateFinished, st)
+	require.Equal(t, []string{"sync:create:a:1", "sync:update:a:2", "terminating:a:30", "terminated:a"}, r.take())
+	require.ErrorIs(t, w.UpdatePod(context.Background(), Update{}), ErrInvalidUpdate)
+}
+
+func TestRunStopCancelsSyncsAndKeepsWork(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	started := make(chan struct{})
+	var block atomic.Bool
+	block.Store(true)
+	r := &recordingSyncer{}
+	r.syncPod = func(ctx context.Context, _ UpdateType, _ *v1.Pod) (bool, error) {
+		if block.Load() {
+			close(started)
+			<-ctx.Done()
+			return false, fmt.Errorf("interrupted: %w", ctx.Err())
+		}
+		return false, nil
+	}
+	w, _ := newTestWorkers(t, r)
+	stop := startRun(t, w)
+	apply(t, w, update(UpdateCreate, newPod("a", "pa", "1")))
+	<-started
+	stop()
+	require.Equal(t, []string{"sync:create:a:1"}, r.take())
+
+	// The interrupted sync is replayed by the next worker.
+	block.Store(false)
+	require.Equal(t, 1, w.ProcessPending(context.Background()))
+	require.Equal(t, []string{"sync:create:a:1"}, r.take())
+}
+
+func TestRunTwice(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	w, _ := newTestWorkers(t, &recordingSyncer{})
+	stop := startRun(t, w)
+	// Run holds running from before it blocks; wait for that via an update.
+	done := make(chan struct{})
+	apply(t, w, Update{Type: UpdateKill, Pod: newPod("a", "pa", "1"), Kill: &KillOptions{Completed: done}})
+	<-done
+	require.ErrorIs(t, w.Run(context.Background()), ErrAlreadyRunning)
+	stop()
+	// A stopped Workers can run again.
+	stop = startRun(t, w)
+	stop()
+}
+
+func TestRunBoundedConcurrency(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var inFlight, peak atomic.Int32
+	var wg sync.WaitGroup
+	r := &recordingSyncer{syncPod: func(context.Context, UpdateType, *v1.Pod) (bool, error) {
+		n := inFlight.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		inFlight.Add(-1)
+		wg.Done()
+		return false, nil
+	}}
+	w, _ := newTestWorkers(t, r, func(c *Config) { c.MaxConcurrentSyncs = 2 })
+	const pods = 50
+	wg.Add(pods)
+	for i := range pods {
+		apply(t, w, update(UpdateCreate, newPod(fmt.Sprint(i), fmt.Sprint("p", i), "1")))
+	}
+	stop := startRun(t, w)
+	wg.Wait()
+	stop()
+	require.LessOrEqual(t, peak.Load(), int32(2))
+	require.Len(t, r.take(), pods)
+}

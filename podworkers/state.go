@@ -1,0 +1,94 @@
+package podworkers
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// podState is everything the workers remember about one pod UID. All fields
+// are guarded by Workers.mu. An idle pod holds only this struct, its last
+// update and a queue entry: no goroutine and no channel.
+type podState struct {
+	uid      types.UID
+	fullname string
+
+	// pending is the latest update not yet seen by a worker; a newer update
+	// replaces it (the termination request itself lives in the fields
+	// below, so it is never lost).
+	pending *Update
+	// active accumulates what the workers have acted on (pod, mirror pod,
+	// runtime pod); it is replayed by resyncs and phase transitions. It is
+	// nil until the pod starts.
+	active *Update
+	// working is true while a goroutine owns the pod or it sits in the
+	// runnable queue; at most one owner exists at a time.
+	working bool
+	// queued is true while the pod sits in the runnable queue.
+	queued bool
+	// cancel stops the sync in flight, if any.
+	cancel context.CancelFunc
+
+	// lastSyncAt is when the previous sync returned; the status barrier
+	// waits for status newer than this.
+	lastSyncAt    time.Time
+	startedAt     time.Time
+	terminatingAt time.Time
+	terminatedAt  time.Time
+	grace         gracePeriod
+	statusFn      StatusFunc
+	completed     []chan<- struct{}
+
+	startedTerminating bool
+	deleted            bool
+	evicted            bool
+	finished           bool
+	restartRequested   bool
+	observedRuntime    bool
+}
+
+func (s *podState) terminationRequested() bool { return !s.terminatingAt.IsZero() }
+func (s *podState) terminated() bool           { return !s.terminatedAt.IsZero() }
+func (s *podState) started() bool              { return !s.startedAt.IsZero() }
+
+// state is the lifecycle state reported to callers.
+func (s *podState) state() State {
+	switch {
+	case s.finished:
+		return StateFinished
+	case s.terminated():
+		return StateTerminated
+	case s.terminationRequested():
+		return StateTerminating
+	default:
+		return StateSyncing
+	}
+}
+
+// closeCompleted closes every kill's Completed channel.
+func (s *podState) closeCompleted() {
+	for _, ch := range s.completed {
+		close(ch)
+	}
+	s.completed = nil
+}
+
+// merge records what a worker is about to act on. The pod is kept unless
+// only a runtime pod arrives and a pod is already known; the mirror pod is
+// kept when the update has none. Kill options are not kept: their effect
+// lives in the grace period, status func and flags of the state.
+func (s *podState) merge(u *Update) {
+	if s.active == nil {
+		s.active = &Update{}
+	}
+	a := s.active
+	a.Type = u.Type
+	if a.Pod == nil || u.RunningPod == nil {
+		a.Pod = u.Pod
+	}
+	a.RunningPod = u.RunningPod
+	if u.MirrorPod != nil {
+		a.MirrorPod = u.MirrorPod
+	}
+}
