@@ -49,17 +49,17 @@ func (t *mainTB) Fatalf(format string, args ...any) {
 	t.Logf(format, args...)
 	t.FailNow()
 }
-func (t *mainTB) Helper()           {}
-func (t *mainTB) Log(args ...any)   { fmt.Fprintln(t.out, args...) }
+func (t *mainTB) Helper()         {}
+func (t *mainTB) Log(args ...any) { fmt.Fprintln(t.out, args...) }
 func (t *mainTB) Logf(format string, args ...any) {
 	fmt.Fprintf(t.out, format+"\n", args...)
 }
-func (t *mainTB) Name() string                   { return "nodekit-apiserver" }
-func (t *mainTB) Setenv(key, value string)       { _ = os.Setenv(key, value) }
-func (t *mainTB) Skip(args ...any)               { t.Log(args...) }
-func (t *mainTB) Skipf(format string, a ...any)  { t.Logf(format, a...) }
-func (t *mainTB) SkipNow()                       {}
-func (t *mainTB) Skipped() bool                  { return false }
+func (t *mainTB) Name() string                  { return "nodekit-apiserver" }
+func (t *mainTB) Setenv(key, value string)      { _ = os.Setenv(key, value) }
+func (t *mainTB) Skip(args ...any)              { t.Log(args...) }
+func (t *mainTB) Skipf(format string, a ...any) { t.Logf(format, a...) }
+func (t *mainTB) SkipNow()                      {}
+func (t *mainTB) Skipped() bool                 { return false }
 func (t *mainTB) TempDir() string {
 	dir, err := os.MkdirTemp("", "nodekit-apiserver")
 	if err != nil {
