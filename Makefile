@@ -6,14 +6,17 @@ STAGE               := $(CURDIR)/hack/stage
 # Every Go file tracked or not yet tracked, minus vendored or generated trees.
 GOFILES              = $(shell find . -name '*.go' -not -path './bin/*' -not -path './.git/*')
 
-.PHONY: test demo bench pins fmt-check vet staticcheck unit integration clean
+.PHONY: test demo bench pins layering fmt-check vet staticcheck unit integration clean
 
 ## test: everything CI runs — pins, gofmt, go vet, staticcheck, race tests of
 ## the library and of the nested test module (real kube-apiserver).
-test: pins fmt-check vet staticcheck unit integration
+test: pins layering fmt-check vet staticcheck unit integration
 
 pins:
 	@$(STAGE) pins ./hack/check-pins.sh
+
+layering:
+	@$(STAGE) layering ./hack/check-layering.sh
 
 fmt-check:
 	@$(STAGE) gofmt sh -c 'out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi'

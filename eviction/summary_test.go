@@ -1,0 +1,169 @@
+package eviction
+
+import (
+	"bufio"
+	"context"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	remote "k8s.io/cri-client/pkg"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nodekit/nodekit/internal/crisim"
+)
+
+func meminfo(t *testing.T, key string) uint64 {
+	f, err := os.Open("/proc/meminfo")
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) >= 2 && fs[0] == key+":" {
+			v, err := strconv.ParseUint(fs[1], 10, 64)
+			require.NoError(t, err)
+			return v * 1024
+		}
+	}
+	t.Fatalf("%s not in /proc/meminfo", key)
+	return 0
+}
+
+func within(t *testing.T, want, got uint64, frac float64, what string) {
+	t.Helper()
+	require.LessOrEqual(t, math.Abs(float64(got)-float64(want)), frac*float64(want), "%s: want %d got %d", what, want, got)
+}
+
+func TestHostSummaryProviderMatchesThisMachine(t *testing.T) {
+	if _, err := os.Stat("/proc/meminfo"); err != nil {
+		t.Skip("no procfs")
+	}
+	p, err := NewHostSummaryProvider(HostSummaryConfig{NodeName: "n1", NodeFsPath: "/", AllocatableMemory: Gi})
+	require.NoError(t, err)
+	s, err := p.Get(context.Background())
+	require.NoError(t, err)
+	within(t, meminfo(t, "MemTotal"), *s.Node.Memory.AvailableBytes+*s.Node.Memory.WorkingSetBytes, 0.05, "capacity")
+	within(t, meminfo(t, "MemAvailable"), *s.Node.Memory.AvailableBytes, 0.05, "available")
+	obs := Observe(s)
+	for _, sig := range []Signal{SignalMemoryAvailable, SignalAllocatableMemoryAvailable, SignalNodeFsAvailable, SignalNodeFsInodesFree,
+		SignalImageFsAvailable, SignalImageFsInodesFree, SignalContainerFsAvailable, SignalPIDAvailable} {
+		o, ok := obs[sig]
+		require.True(t, ok, sig)
+		require.Greater(t, o.Capacity, int64(0), sig)
+		require.LessOrEqual(t, o.Available, o.Capacity, sig)
+	}
+	require.Equal(t, int64(Gi), obs[SignalAllocatableMemoryAvailable].Available, "no pods")
+
+	_, err = NewHostSummaryProvider(HostSummaryConfig{AllocatableMemory: -1})
+	require.ErrorIs(t, err, ErrInvalidConfig)
+	p, err = NewHostSummaryProvider(HostSummaryConfig{NodeFsPath: "/does/not/exist"})
+	require.NoError(t, err)
+	_, err = p.Get(context.Background())
+	require.ErrorContains(t, err, "statfs /does/not/exist")
+}
+
+// TestCRISimRaisingMemoryEvictsThatPod serves a CRI simulator on a unix
+// socket, reads pod usage through cri-client, and checks that the pod whose
+// memory grows past its request is the one evicted when allocatable memory
+// runs low.
+func TestCRISimRaisingMemoryEvictsThatPod(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // runs after the simulator stops
+	ctx := context.Background()
+	fc := clocktesting.NewFakeClock(epoch)
+	const image = "example.com/app:v1"
+	sim, endpoint := crisim.Start(t, crisim.Config{Clock: fc, Images: []crisim.Image{{Ref: image, Size: Mi}}})
+	rt, err := remote.NewRemoteRuntimeService(ctx, endpoint, 10*time.Second, nil, false)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, rt.Close(ctx)) }()
+
+	var pods []simPod
+	for _, name := range []string{"web", "cache", "batch"} {
+		uid := "uid-" + name
+		sbCfg := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "default", Uid: uid}}
+		sb, err := rt.RunPodSandbox(ctx, sbCfg, "")
+		require.NoError(t, err)
+		cid, err := rt.CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{
+			Metadata: &runtimeapi.ContainerMetadata{Name: "app"},
+			Image:    &runtimeapi.ImageSpec{Image: image},
+			Labels:   map[string]string{criPodUIDLabel: uid},
+		}, sbCfg)
+		require.NoError(t, err)
+		require.NoError(t, rt.StartContainer(ctx, cid))
+		require.NoError(t, sim.SetContainerStats(cid, crisim.ContainerUsage{MemoryWorkingSetBytes: 200 * Mi}))
+		p := newPod(name, withMemRequest("256Mi"))
+		p.UID = types.UID(uid)
+		pods = append(pods, simPod{p, sb, cid})
+	}
+
+	provider, err := NewHostSummaryProvider(HostSummaryConfig{NodeFsPath: "/", AllocatableMemory: Gi, Runtime: rt, Clock: fc})
+	require.NoError(t, err)
+	ts, err := ParseThresholds(ThresholdSpec{Hard: map[string]string{"memory.available": "100Mi"}})
+	require.NoError(t, err)
+	active := map[types.UID]simPod{}
+	for _, p := range pods {
+		active[p.pod.UID] = p
+	}
+	var evicted []string
+	m, err := New(Config{
+		Thresholds: ts[1:], // allocatableMemory.available only: the real host is not under pressure
+		Summary:    provider,
+		ActivePods: func() []*v1.Pod {
+			var out []*v1.Pod
+			for _, p := range pods {
+				if _, ok := active[p.pod.UID]; ok {
+					out = append(out, p.pod)
+				}
+			}
+			return out
+		},
+		KillPod: func(ctx context.Context, pod *v1.Pod, grace int64, update func(*v1.PodStatus)) error {
+			evicted = append(evicted, pod.Name)
+			sb := active[pod.UID].sandbox
+			delete(active, pod.UID)
+			update(&pod.Status)
+			return rt.StopPodSandbox(ctx, sb)
+		},
+		Clock: fc,
+	})
+	require.NoError(t, err)
+
+	res, err := m.Synchronize(ctx)
+	require.NoError(t, err)
+	require.Nil(t, res.Evicted, "600Mi of 1Gi used")
+	require.Equal(t, int64(Gi-600*Mi), res.Observations[SignalAllocatableMemoryAvailable].Available)
+
+	// "cache" grows to 700Mi: 1100Mi > 1Gi allocatable.
+	require.NoError(t, sim.SetContainerStats(pods[1].container, crisim.ContainerUsage{MemoryWorkingSetBytes: 700 * Mi}))
+	fc.Step(time.Second)
+	res, err = m.Synchronize(ctx)
+	require.NoError(t, err)
+	require.NotNil(t, res.Evicted)
+	require.Equal(t, []string{"cache"}, evicted)
+	require.True(t, m.IsUnderMemoryPressure())
+	require.Equal(t, v1.PodFailed, pods[1].pod.Status.Phase)
+	require.Contains(t, res.Message, "Container app was using 700Mi, request is 256Mi, has larger consumption of memory.")
+
+	// The stopped sandbox no longer reports usage: pressure is relieved.
+	fc.Step(time.Second)
+	res, err = m.Synchronize(ctx)
+	require.NoError(t, err)
+	require.Nil(t, res.Evicted)
+	require.Equal(t, int64(Gi-400*Mi), res.Observations[SignalAllocatableMemoryAvailable].Available)
+}
+
+// simPod is a pod running in the CRI simulator.
+type simPod struct {
+	pod       *v1.Pod
+	sandbox   string
+	container string
+}
