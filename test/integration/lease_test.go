@@ -22,7 +22,7 @@ import (
 
 func createNode(t *testing.T, cs kubernetes.Interface, name string) *v1.Node {
 	t.Helper()
-	n, err := cs.CoreV1().Nodes().Create(context.Background(), &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	n, err := cs.CoreV1().Nodes().Create(context.Background(), nodeObj(name), metav1.CreateOptions{})
 	require.NoError(t, err)
 	return n
 }
@@ -183,3 +183,5 @@ func TestLeaseSurvivesOutage(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, l.Spec.RenewTime.Time.Equal(clk.Now().Truncate(time.Microsecond)))
 }
+
+func nodeObj(name string) *v1.Node { return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}} }
