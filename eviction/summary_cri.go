@@ -70,30 +70,30 @@ func criMemory(m *runtimeapi.MemoryUsage) *statsapi.MemoryStats {
 		return nil
 	}
 	ws := m.WorkingSetBytes.Value
-	s := &statsapi.MemoryStats{Time: metav1.NewTime(time.Unix(0, m.Timestamp)), WorkingSetBytes: &ws}
-	if m.UsageBytes != nil {
-		u := m.UsageBytes.Value
-		s.UsageBytes = &u
+	return &statsapi.MemoryStats{
+		Time:            metav1.NewTime(time.Unix(0, m.Timestamp)),
+		WorkingSetBytes: &ws,
+		UsageBytes:      optUint64(m.UsageBytes),
+		RSSBytes:        optUint64(m.RssBytes),
 	}
-	if m.RssBytes != nil {
-		r := m.RssBytes.Value
-		s.RSSBytes = &r
+}
+
+// optUint64 unwraps an optional CRI value; nil stays nil.
+func optUint64(v *runtimeapi.UInt64Value) *uint64 {
+	if v == nil {
+		return nil
 	}
-	return s
+	u := v.Value
+	return &u
 }
 
 func criFs(fs *runtimeapi.FilesystemUsage) *statsapi.FsStats {
 	if fs == nil {
 		return nil
 	}
-	s := &statsapi.FsStats{Time: metav1.NewTime(time.Unix(0, fs.Timestamp))}
-	if fs.UsedBytes != nil {
-		u := fs.UsedBytes.Value
-		s.UsedBytes = &u
+	return &statsapi.FsStats{
+		Time:       metav1.NewTime(time.Unix(0, fs.Timestamp)),
+		UsedBytes:  optUint64(fs.UsedBytes),
+		InodesUsed: optUint64(fs.InodesUsed),
 	}
-	if fs.InodesUsed != nil {
-		i := fs.InodesUsed.Value
-		s.InodesUsed = &i
-	}
-	return s
 }
