@@ -1,0 +1,136 @@
+package nodestatus
+
+import (
+	"math/rand/v2"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/utils/clock"
+)
+
+// Defaults of the kubelet.
+const (
+	// DefaultUpdateFrequency is how often status is computed
+	// (--node-status-update-frequency).
+	DefaultUpdateFrequency = 10 * time.Second
+	// DefaultReportFrequency is how often an unchanged status is reported
+	// anyway (nodeStatusReportFrequency).
+	DefaultReportFrequency = 5 * time.Minute
+	// DefaultFastUpdateInterval is the period of the start-up path that
+	// reports Ready as soon as the setters say so.
+	DefaultFastUpdateInterval = 100 * time.Millisecond
+	// DefaultNodeReadyGracePeriod bounds the fast start-up path.
+	DefaultNodeReadyGracePeriod = 120 * time.Second
+	// UpdateRetries is how many tries one status update makes.
+	UpdateRetries = 5
+)
+
+// NodeGetter reads a cached copy of the Node; a client-go NodeLister
+// satisfies it.
+type NodeGetter interface {
+	Get(name string) (*v1.Node, error)
+}
+
+// Config configures a Controller. Zero fields take the kubelet's defaults.
+type Config struct {
+	// Client creates, reads and reconciles the Node. Required.
+	Client corev1client.NodesGetter
+	// HeartbeatClient sends status patches and the reads of retries; use a
+	// client without rate limiting and with a short timeout (see
+	// lease.HeartbeatRESTConfig). Default Client.
+	HeartbeatClient corev1client.NodesGetter
+	// NodeName is the Node's name. Required.
+	NodeName string
+	// Hostname is the kubernetes.io/hostname label. Default NodeName.
+	Hostname string
+	// Labels are added to the default labels at registration (and win over
+	// them).
+	Labels map[string]string
+	// Taints are set at registration (--register-with-taints).
+	Taints []v1.Taint
+	// Annotations are set at registration and reconciled on an existing
+	// Node.
+	Annotations map[string]string
+	// ProviderID is spec.providerID at registration.
+	ProviderID string
+	// DisableAttachDetachAnnotation leaves out the
+	// volumes.kubernetes.io/controller-managed-attach-detach annotation the
+	// kubelet sets by default.
+	DisableAttachDetachAnnotation bool
+	// Setters compute the status, in order (put ReadyCondition after the
+	// setters it depends on; the Ready condition is moved last anyway).
+	Setters []Setter
+	// Lister, if set, is read for the first try of each update instead of
+	// the controller's last-known copy (the kubelet reads its informer).
+	Lister NodeGetter
+	// DisableRegistration: the Node is created by someone else
+	// (--register-node=false); the controller only updates status.
+	DisableRegistration bool
+	// UpdateFrequency is the status computation period. Default 10s.
+	UpdateFrequency time.Duration
+	// ReportFrequency is the longest time without a status patch. Default
+	// 5m. After a change the next unforced report is jittered by ±50%.
+	ReportFrequency time.Duration
+	// FastUpdateInterval is the start-up period while the Node is not yet
+	// reported Ready. Default 100ms.
+	FastUpdateInterval time.Duration
+	// NodeReadyGracePeriod ends the fast start-up path. Default 120s.
+	NodeReadyGracePeriod time.Duration
+	// RequestTimeout bounds each API request on Clock. Default
+	// UpdateFrequency.
+	RequestTimeout time.Duration
+	// Clock drives every period, backoff and timeout. Default real clock.
+	Clock clock.WithTicker
+	// Rand returns a float in [0,1) for the report jitter. Default
+	// math/rand/v2.Float64.
+	Rand func() float64
+	// OnRepeatedFailure is called, synchronously, for the second and later
+	// failed tries of one update (the kubelet closes its connections
+	// there). It must not block.
+	OnRepeatedFailure func(err error)
+}
+
+func (c *Config) defaults() error {
+	switch {
+	case c.Client == nil:
+		return invalid("Client is required")
+	case c.NodeName == "":
+		return invalid("NodeName is required")
+	case c.UpdateFrequency < 0, c.ReportFrequency < 0, c.FastUpdateInterval < 0, c.NodeReadyGracePeriod < 0, c.RequestTimeout < 0:
+		return invalid("durations must not be negative (update %v, report %v, fast %v, grace %v, request %v)",
+			c.UpdateFrequency, c.ReportFrequency, c.FastUpdateInterval, c.NodeReadyGracePeriod, c.RequestTimeout)
+	}
+	for i, s := range c.Setters {
+		if s == nil {
+			return invalid("Setters[%d] is nil", i)
+		}
+	}
+	if c.HeartbeatClient == nil {
+		c.HeartbeatClient = c.Client
+	}
+	if c.Hostname == "" {
+		c.Hostname = c.NodeName
+	}
+	setDefault(&c.UpdateFrequency, DefaultUpdateFrequency)
+	setDefault(&c.ReportFrequency, DefaultReportFrequency)
+	setDefault(&c.FastUpdateInterval, DefaultFastUpdateInterval)
+	setDefault(&c.NodeReadyGracePeriod, DefaultNodeReadyGracePeriod)
+	setDefault(&c.RequestTimeout, c.UpdateFrequency)
+	if c.ReportFrequency < c.UpdateFrequency {
+		return invalid("ReportFrequency %v is shorter than UpdateFrequency %v", c.ReportFrequency, c.UpdateFrequency)
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.Rand == nil {
+		c.Rand = rand.Float64
+	}
+	return nil
+}
+
+func setDefault(d *time.Duration, def time.Duration) {
+	if *d == 0 {
+		*d = def
+	}
+}

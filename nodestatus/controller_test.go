@@ -1,0 +1,352 @@
+package nodestatus
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	cadvisorapi "github.com/google/cadvisor/info/v1"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// agent is a controller over a fake clientset with switchable health.
+type agent struct {
+	cs       *fake.Clientset
+	clk      *clocktesting.FakeClock
+	ctl      *Controller
+	pressure atomic.Bool
+	down     atomic.Bool
+	events   []event
+	mu       sync.Mutex
+}
+
+func newAgent(t *testing.T, mutate func(*Config), objs ...runtime.Object) *agent {
+	t.Helper()
+	a := &agent{cs: fake.NewClientset(objs...), clk: clocktesting.NewFakeClock(time.Unix(10000, 0))}
+	rec := func(typ, reason, msg string) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.events = append(a.events, event{typ, reason, msg})
+	}
+	var b Builder
+	b.Add(MachineInfo(MachineConfig{
+		Machine: func() (*cadvisorapi.MachineInfo, error) {
+			return &cadvisorapi.MachineInfo{NumCores: 2, MemoryCapacity: 4 << 30, BootID: "b"}, nil
+		},
+		Capacity: func() v1.ResourceList { return v1.ResourceList{v1.ResourceEphemeralStorage: q("10Gi")} },
+	}))
+	b.Add(GoRuntime(), nil)
+	b.Add(MemoryPressureCondition(a.clk, a.pressure.Load, rec))
+	b.Add(ReadyCondition(ReadyConfig{Clock: a.clk, Recorder: rec, RuntimeErrors: func() error {
+		if a.down.Load() {
+			return errors.New("container runtime is down")
+		}
+		return nil
+	}}))
+	setters, err := b.Setters()
+	require.NoError(t, err)
+	cfg := Config{Client: a.cs.CoreV1(), NodeName: "n1", Setters: setters, Clock: a.clk,
+		Rand: func() float64 { return 0.5 }, Labels: map[string]string{"role": "edge"},
+		Taints: []v1.Taint{{Key: "k", Effect: v1.TaintEffectNoSchedule}}}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	a.ctl, err = New(cfg)
+	require.NoError(t, err)
+	return a
+}
+
+// verbs returns "verb subresource" of the recorded actions and clears them.
+func (a *agent) verbs() []string {
+	var out []string
+	for _, act := range a.cs.Actions() {
+		s := act.GetVerb()
+		if act.GetSubresource() != "" {
+			s += " " + act.GetSubresource()
+		}
+		out = append(out, s)
+	}
+	a.cs.ClearActions()
+	return out
+}
+
+func (a *agent) server(t *testing.T) *v1.Node {
+	n, err := a.cs.Tracker().Get(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, "", "n1")
+	require.NoError(t, err)
+	return n.(*v1.Node)
+}
+
+func TestConfigValidation(t *testing.T) {
+	cs := fake.NewClientset()
+	for name, cfg := range map[string]Config{
+		"no client":        {NodeName: "n"},
+		"no name":          {Client: cs.CoreV1()},
+		"negative update":  {Client: cs.CoreV1(), NodeName: "n", UpdateFrequency: -time.Second},
+		"negative timeout": {Client: cs.CoreV1(), NodeName: "n", RequestTimeout: -1},
+		"report < update":  {Client: cs.CoreV1(), NodeName: "n", UpdateFrequency: time.Minute, ReportFrequency: time.Second},
+		"nil setter":       {Client: cs.CoreV1(), NodeName: "n", Setters: []Setter{nil}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := New(cfg)
+			require.ErrorIs(t, err, ErrInvalidConfig)
+		})
+	}
+}
+
+func TestRegisterThenPatchOnlyOnChange(t *testing.T) {
+	a := newAgent(t, nil)
+	ctx := context.Background()
+	res, err := a.ctl.Sync(ctx)
+	require.NoError(t, err)
+	require.Equal(t, SyncResult{Registered: true, Ready: true}, res)
+	require.Equal(t, []string{"create"}, a.verbs(), "the create carries the status: no GET, no extra PATCH")
+
+	n := a.server(t)
+	require.Equal(t, map[string]string{"kubernetes.io/hostname": "n1", "kubernetes.io/os": "linux", "kubernetes.io/arch": n.Labels["kubernetes.io/arch"],
+		"beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": n.Labels["kubernetes.io/arch"], "role": "edge"}, n.Labels)
+	require.Equal(t, "true", n.Annotations[AnnotationAttachDetach])
+	require.Equal(t, []v1.Taint{{Key: "k", Effect: v1.TaintEffectNoSchedule}}, n.Spec.Taints)
+	require.Equal(t, v1.NodeReady, n.Status.Conditions[len(n.Status.Conditions)-1].Type)
+
+	// Nothing changes for 4m50s: no request at all.
+	for range 29 {
+		a.clk.Step(10 * time.Second)
+		res, err = a.ctl.Sync(ctx)
+		require.NoError(t, err)
+		require.False(t, res.Patched)
+	}
+	require.Empty(t, a.verbs())
+
+	// The report period (5m, jitter 0 with Rand 0.5) forces a heartbeat.
+	a.clk.Step(10 * time.Second)
+	res, err = a.ctl.Sync(ctx)
+	require.NoError(t, err)
+	require.True(t, res.Patched)
+	require.Equal(t, []string{"patch status"}, a.verbs())
+	require.Equal(t, a.clk.Now().Unix(), a.server(t).Status.Conditions[0].LastHeartbeatTime.Unix())
+
+	// A flip is reported at once, with an event.
+	a.clk.Step(10 * time.Second)
+	a.pressure.Store(true)
+	res, err = a.ctl.Sync(ctx)
+	require.NoError(t, err)
+	require.True(t, res.Patched)
+	require.Equal(t, []string{"patch status"}, a.verbs())
+	mp := findCondition(a.server(t), v1.NodeMemoryPressure)
+	require.Equal(t, v1.ConditionTrue, mp.Status)
+	require.Equal(t, a.clk.Now().Unix(), mp.LastTransitionTime.Unix())
+	require.Equal(t, "NodeHasInsufficientMemory", a.events[len(a.events)-1].reason)
+}
+
+func TestReportJitter(t *testing.T) {
+	for _, tc := range []struct {
+		rand float64
+		want time.Duration
+	}{{0, 150 * time.Second}, {0.99, 450 * time.Second}} {
+		a := newAgent(t, func(c *Config) { c.Rand = func() float64 { return tc.rand } })
+		ctx := context.Background()
+		_, err := a.ctl.Sync(ctx)
+		require.NoError(t, err)
+		a.verbs()
+		var patchedAt time.Duration
+		for elapsed := 10 * time.Second; elapsed <= 10*time.Minute; elapsed += 10 * time.Second {
+			a.clk.Step(10 * time.Second)
+			res, err := a.ctl.Sync(ctx)
+			require.NoError(t, err)
+			if res.Patched {
+				patchedAt = elapsed
+				break
+			}
+		}
+		require.InDelta(t, tc.want.Seconds(), patchedAt.Seconds(), 10, "rand %v", tc.rand)
+	}
+}
+
+func TestReconcileExistingNodeKeepsExternalConditions(t *testing.T) {
+	existing := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1",
+		Labels:      map[string]string{"kubernetes.io/hostname": "old", "keep": "me"},
+		Annotations: map[string]string{"other": "x"}}}
+	existing.Status.Conditions = []v1.NodeCondition{{Type: "NetworkUnavailable", Status: v1.ConditionFalse, Reason: "RouteCreated"}}
+	a := newAgent(t, nil, existing)
+	res, err := a.ctl.Sync(context.Background())
+	require.NoError(t, err)
+	require.True(t, res.Registered)
+	require.Equal(t, []string{"create", "get", "patch status", "patch status"}, a.verbs())
+	n := a.server(t)
+	require.Equal(t, "n1", n.Labels["kubernetes.io/hostname"])
+	require.Equal(t, "me", n.Labels["keep"])
+	require.Equal(t, "true", n.Annotations[AnnotationAttachDetach])
+	require.Equal(t, "x", n.Annotations["other"])
+	require.NotNil(t, findCondition(n, "NetworkUnavailable"), "an external writer's condition survives")
+	require.Equal(t, v1.NodeReady, n.Status.Conditions[len(n.Status.Conditions)-1].Type)
+	require.False(t, n.Status.Capacity.Cpu().IsZero())
+}
+
+func TestRetriesReadFromServerAndRecover(t *testing.T) {
+	var repeated atomic.Int32
+	a := newAgent(t, func(c *Config) { c.OnRepeatedFailure = func(error) { repeated.Add(1) } })
+	ctx := context.Background()
+	_, err := a.ctl.Sync(ctx)
+	require.NoError(t, err)
+	a.verbs()
+
+	var fails atomic.Int32
+	fails.Store(3)
+	a.cs.PrependReactor("patch", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if fails.Add(-1) >= 0 {
+			return true, nil, apierrors.NewServiceUnavailable("etcd down")
+		}
+		return false, nil, nil
+	})
+	a.down.Store(true)
+	a.clk.Step(10 * time.Second)
+	res, err := a.ctl.Sync(ctx)
+	require.NoError(t, err)
+	require.True(t, res.Patched)
+	require.False(t, res.Ready)
+	require.Equal(t, []string{"patch status", "get", "patch status", "get", "patch status", "get", "patch status"}, a.verbs(),
+		"the first try uses the last-known copy, retries GET")
+	require.Equal(t, int32(2), repeated.Load(), "hook from the second failed try")
+	require.Equal(t, v1.ConditionFalse, findCondition(a.server(t), v1.NodeReady).Status)
+
+	// All five tries fail: an error, and the transition is still reported
+	// (with its first transition time) once the server is back.
+	flipAt := a.clk.Now().Add(10 * time.Second)
+	fails.Store(5)
+	a.down.Store(false)
+	a.clk.Step(10 * time.Second)
+	_, err = a.ctl.Sync(ctx)
+	require.ErrorContains(t, err, "exceeds retry count")
+	a.clk.Step(10 * time.Second)
+	res, err = a.ctl.Sync(ctx)
+	require.NoError(t, err)
+	require.True(t, res.Ready)
+	ready := findCondition(a.server(t), v1.NodeReady)
+	require.Equal(t, v1.ConditionTrue, ready.Status)
+	require.Equal(t, flipAt.Unix(), ready.LastTransitionTime.Unix())
+	nReady := 0
+	for _, e := range a.events {
+		if e.reason == "NodeReady" {
+			nReady++
+		}
+	}
+	require.Equal(t, 1, nReady, "one event per flip, however many retries")
+}
+
+func TestReRegisterAfterDeletion(t *testing.T) {
+	a := newAgent(t, nil)
+	ctx := context.Background()
+	_, err := a.ctl.Sync(ctx)
+	require.NoError(t, err)
+	require.NoError(t, a.cs.CoreV1().Nodes().Delete(ctx, "n1", metav1.DeleteOptions{}))
+	a.pressure.Store(true) // something to report
+	a.clk.Step(10 * time.Second)
+	_, err = a.ctl.Sync(ctx)
+	require.True(t, apierrors.IsNotFound(errors.Unwrap(err)) || apierrors.IsNotFound(err), "%v", err)
+	a.verbs()
+	res, err := a.ctl.Sync(ctx)
+	require.NoError(t, err)
+	require.True(t, res.Registered)
+	require.Equal(t, []string{"create"}, a.verbs())
+	require.Equal(t, v1.ConditionTrue, findCondition(a.server(t), v1.NodeMemoryPressure).Status)
+}
+
+type listerFunc func(string) (*v1.Node, error)
+
+func (f listerFunc) Get(name string) (*v1.Node, error) { return f(name) }
+
+func TestListerReadAndNoRegistration(t *testing.T) {
+	seed := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	var reads atomic.Int32
+	var a *agent
+	a = newAgent(t, func(c *Config) {
+		c.DisableRegistration = true
+		c.Lister = listerFunc(func(name string) (*v1.Node, error) {
+			reads.Add(1)
+			return a.server(t), nil
+		})
+	}, seed)
+	ctx := context.Background()
+	res, err := a.ctl.Sync(ctx)
+	require.NoError(t, err)
+	require.True(t, res.Patched)
+	require.Equal(t, []string{"patch status"}, a.verbs(), "no create, no GET: the lister is read")
+	require.Equal(t, int32(1), reads.Load())
+	a.clk.Step(10 * time.Second)
+	res, err = a.ctl.Sync(ctx)
+	require.NoError(t, err)
+	require.False(t, res.Patched)
+	require.Empty(t, a.verbs())
+}
+
+func TestRunFastReadyAndClean(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	a := newAgent(t, nil)
+	a.down.Store(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.ctl.Run(ctx) }()
+	require.Eventually(t, func() bool { return a.clk.HasWaiters() && a.ctl.Node() != nil }, 5*time.Second, time.Millisecond)
+	require.False(t, isReady(a.server(t)))
+
+	// The runtime comes up: Ready is reported within one fast interval.
+	a.down.Store(false)
+	a.verbs()
+	a.clk.Step(DefaultFastUpdateInterval)
+	require.Eventually(t, func() bool { return isReady(a.server(t)) }, 5*time.Second, time.Millisecond)
+
+	// Back on the 10s period: 100ms steps do nothing; Trigger syncs at once.
+	require.Eventually(t, a.clk.HasWaiters, 5*time.Second, time.Millisecond)
+	a.verbs()
+	a.clk.Step(DefaultFastUpdateInterval)
+	a.pressure.Store(true)
+	a.ctl.Trigger()
+	require.Eventually(t, func() bool {
+		c := findCondition(a.server(t), v1.NodeMemoryPressure)
+		return c != nil && c.Status == v1.ConditionTrue
+	}, 5*time.Second, time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return")
+	}
+}
+
+func TestRunRegistrationBackoff(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	a := newAgent(t, nil)
+	var creates atomic.Int32
+	a.cs.PrependReactor("create", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if creates.Add(1) <= 3 {
+			return true, nil, apierrors.NewInternalError(errors.New("apiserver starting"))
+		}
+		return false, nil, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.ctl.Run(ctx) }()
+	for i, d := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond} {
+		want := int32(i + 1)
+		require.Eventually(t, func() bool { return creates.Load() == want && a.clk.HasWaiters() }, 5*time.Second, time.Millisecond)
+		a.clk.Step(d - time.Millisecond)
+		require.Equal(t, want, creates.Load(), "no attempt before the backoff")
+		a.clk.Step(time.Millisecond)
+	}
+	require.Eventually(t, func() bool { return a.ctl.Node() != nil }, 5*time.Second, time.Millisecond)
+	cancel()
+	require.NoError(t, <-done)
+}

@@ -1,0 +1,99 @@
+package nodestatus
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+)
+
+// StatusChanged reports whether status differs from old in anything but the
+// conditions' heartbeat times: the kubelet's test for "report now". The
+// order of conditions does not matter.
+func StatusChanged(old, status *v1.NodeStatus) bool {
+	if old == nil || status == nil {
+		return old != status
+	}
+	if conditionsChanged(old.Conditions, status.Conditions) {
+		return true
+	}
+	a, b := *old, *status // shallow copies: only Conditions is swapped out
+	a.Conditions, b.Conditions = nil, nil
+	return !equality.Semantic.DeepEqual(&a, &b)
+}
+
+func conditionsChanged(old, cur []v1.NodeCondition) bool {
+	if len(old) != len(cur) {
+		return true
+	}
+	byType := func(c []v1.NodeCondition) []v1.NodeCondition {
+		s := slices.Clone(c)
+		slices.SortStableFunc(s, func(a, b v1.NodeCondition) int { return strings.Compare(string(a.Type), string(b.Type)) })
+		for i := range s {
+			s[i].LastHeartbeatTime = metav1.Time{}
+		}
+		return s
+	}
+	o, c := byType(old), byType(cur)
+	for i := range o {
+		if !equality.Semantic.DeepEqual(&o[i], &c[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// StatusPatch returns the strategic merge patch that turns old into node for
+// the status subresource: metadata and status only (spec differences are
+// ignored), with status.addresses replaced as a whole list rather than
+// merged by type (the API's merge key for addresses is wrong for a node with
+// two InternalIPs).
+func StatusPatch(old, node *v1.Node) ([]byte, error) {
+	oldJSON, err := json.Marshal(old)
+	if err != nil {
+		return nil, fmt.Errorf("nodestatus: marshal node %q: %w", old.Name, err)
+	}
+	replaceAddresses := len(old.Status.Addresses) > 0 && !equality.Semantic.DeepEqual(old.Status.Addresses, node.Status.Addresses)
+	diff := *node // shallow: only Spec and Status.Addresses are swapped
+	diff.Spec = old.Spec
+	if replaceAddresses {
+		diff.Status.Addresses = old.Status.Addresses
+	}
+	newJSON, err := json.Marshal(&diff)
+	if err != nil {
+		return nil, fmt.Errorf("nodestatus: marshal node %q: %w", node.Name, err)
+	}
+	patch, err := strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, v1.Node{})
+	if err != nil {
+		return nil, fmt.Errorf("nodestatus: status patch for node %q: %w", node.Name, err)
+	}
+	if replaceAddresses {
+		return withReplacedAddresses(patch, node.Status.Addresses)
+	}
+	return patch, nil
+}
+
+// withReplacedAddresses puts the full address list into patch behind the
+// strategic-merge "$patch: replace" directive.
+func withReplacedAddresses(patch []byte, addrs []v1.NodeAddress) ([]byte, error) {
+	var p map[string]any
+	if err := json.Unmarshal(patch, &p); err != nil {
+		return nil, fmt.Errorf("nodestatus: decode status patch: %w", err)
+	}
+	status, _ := p["status"].(map[string]any)
+	if status == nil {
+		status = map[string]any{}
+		p["status"] = status
+	}
+	list := []any{map[string]any{"$patch": "replace"}}
+	for _, a := range addrs {
+		list = append(list, map[string]any{"type": string(a.Type), "address": a.Address})
+	}
+	status["addresses"] = list
+	return json.Marshal(p)
+}

@@ -1,0 +1,70 @@
+package nodestatus
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// Registration backoff of the kubelet: 100ms doubling to 7s.
+const (
+	registerBackoffInitial = 100 * time.Millisecond
+	registerBackoffMax     = 7 * time.Second
+)
+
+// Run registers the Node and reports its status until ctx is done; it
+// returns nil then. While the Node has not been reported Ready it syncs
+// every FastUpdateInterval (for at most NodeReadyGracePeriod) so a new node
+// turns Ready as soon as its setters say so; afterwards every
+// UpdateFrequency, or at once after Trigger. Failed registrations back off
+// from 100ms to 7s; failed updates retry at the next period. All waiting is
+// on Config.Clock, and Run leaves no goroutine behind.
+func (c *Controller) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	start := c.cfg.Clock.Now()
+	backoff := registerBackoffInitial
+	for {
+		res, err := c.Sync(ctx)
+		next := c.cfg.UpdateFrequency
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil && !errors.Is(err, ErrSetters) && !c.isRegistered():
+			logger.Error(err, "Unable to register node with API server", "node", c.cfg.NodeName, "retryIn", backoff)
+			next, backoff = backoff, min(2*backoff, registerBackoffMax)
+		case err != nil:
+			logger.Error(err, "Unable to update node status", "node", c.cfg.NodeName)
+			backoff = registerBackoffInitial
+		default:
+			backoff = registerBackoffInitial
+		}
+		if c.isRegistered() && !res.Ready && c.cfg.Clock.Since(start) < c.cfg.NodeReadyGracePeriod {
+			next = min(next, c.cfg.FastUpdateInterval)
+		}
+		if !c.wait(ctx, next) {
+			return nil
+		}
+	}
+}
+
+func (c *Controller) isRegistered() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.registered || c.cfg.DisableRegistration
+}
+
+// wait returns false if ctx ended, true after d or a Trigger.
+func (c *Controller) wait(ctx context.Context, d time.Duration) bool {
+	t := c.cfg.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
+	case <-c.trigger:
+		return true
+	}
+}
