@@ -41,6 +41,7 @@ replace (
 )
 
 require (
+	github.com/google/cadvisor v0.56.2
 	github.com/google/uuid v1.6.0
 	github.com/stretchr/testify v1.12.1
 	go.etcd.io/etcd/server/v3 v3.6.8

@@ -58,7 +58,7 @@ func (c *countingBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func meteredNodeClient(b *testing.B, name string) (kubernetes.Interface, *meter) {
+func meteredNodeClient(b testing.TB, name string) (kubernetes.Interface, *meter) {
 	cfg := srv.NodeConfig(name)
 	m := &meter{}
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { m.next = rt; return m }
