@@ -1,0 +1,59 @@
+package syncloop
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+)
+
+// Run starts every configured source and runs the loop until ctx is done:
+// it calls Iterate whenever input arrives or timed work is due, and while
+// the runtime is unhealthy only when the backoff expires (input keeps being
+// queued meanwhile, so no producer blocks). It returns nil once ctx is done
+// and every source has returned, or, after stopping everything, the first
+// error a source returned before ctx was done.
+func (l *Loop) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	logger.Info("Starting sync loop", "sources", l.sources)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	for _, s := range l.cfg.Sources {
+		name := s.Name()
+		set := func(ctx context.Context, pods []*v1.Pod) { l.Set(ctx, name, pods) }
+		sctx := klog.NewContext(ctx, klog.LoggerWithValues(logger, "source", name))
+		wg.Go(func() {
+			if err := s.Run(sctx, set); err != nil && ctx.Err() == nil {
+				errOnce.Do(func() { firstErr = fmt.Errorf("syncloop: source %q: %w", name, err) })
+				cancel()
+			}
+		})
+	}
+	defer wg.Wait()
+
+	for {
+		wait := l.Iterate(ctx)
+		notify := l.notify
+		if l.Unhealthy() {
+			notify = nil // input keeps queueing; check health after the backoff
+		}
+		t := l.cfg.Clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			cancel()
+			wg.Wait()
+			return firstErr
+		case <-notify:
+		case <-t.C():
+		}
+		t.Stop()
+	}
+}

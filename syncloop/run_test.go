@@ -1,0 +1,184 @@
+package syncloop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nodekit/nodekit/pleg"
+	"github.com/nodekit/nodekit/prober"
+)
+
+const wait = 5 * time.Second
+
+// startLoop runs l and returns a stop func that cancels it and checks that
+// Run returned want promptly.
+func startLoop(t *testing.T, l *Loop) func(want error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	return func(want error) {
+		cancel()
+		select {
+		case err := <-done:
+			if want == nil {
+				require.NoError(t, err)
+			} else {
+				require.ErrorIs(t, err, want)
+			}
+		case <-time.After(wait):
+			t.Fatal("Run did not return within 5s of cancel")
+		}
+	}
+}
+
+func eventually(t *testing.T, f func() bool, msg string) {
+	t.Helper()
+	require.Eventually(t, f, wait, time.Millisecond, msg)
+}
+
+func TestRunRoutesEveryChannel(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	rec := &recorder{}
+	clk := clocktesting.NewFakeClock(t0)
+	src := newTestSource("a")
+	var due atomic.Bool
+	l, err := New(Config{
+		Handler: rec, Sources: []Source{src}, Clock: clk,
+		PodsToSync: func(context.Context) []*v1.Pod {
+			if due.Load() {
+				return []*v1.Pod{testPod("due", "d")}
+			}
+			return nil
+		},
+	})
+	require.NoError(t, err)
+	stop := startLoop(t, l)
+	set := <-src.set
+	ctx := context.Background()
+
+	expect := func(want ...string) {
+		t.Helper()
+		eventually(t, func() bool { return rec.len() >= len(want) }, fmt.Sprint(want))
+		require.Equal(t, want, rec.take())
+	}
+	set(ctx, []*v1.Pod{testPod("p1", "u1")})
+	expect("ADD p1")
+	l.HandlePLEGEvent(pleg.PodLifecycleEvent{ID: "u1", Type: pleg.ContainerDied, Data: "c"})
+	expect("SYNC p1")
+	l.HandleProbeUpdate(prober.Liveness, prober.Update{ContainerID: "c://c", PodUID: "u1", Result: prober.Failure})
+	expect("SYNC p1")
+
+	due.Store(true)
+	eventually(t, clk.HasWaiters, "loop parked on its timer")
+	clk.Step(time.Second)
+	expect("SYNC due")
+	eventually(t, clk.HasWaiters, "loop parked on its timer")
+	clk.Step(time.Second)
+	expect("SYNC due", "CLEANUP ")
+	require.True(t, l.SourcesReady())
+	require.True(t, clk.Now().Equal(l.LastIteration()))
+	stop(nil)
+}
+
+func TestRunUnhealthyRuntimeNeverBlocksSources(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	rec := &recorder{}
+	clk := clocktesting.NewFakeClock(t0)
+	src := newTestSource("a")
+	var healthy atomic.Bool
+	var checks atomic.Int32
+	l, err := New(Config{
+		Handler: rec, Sources: []Source{src}, Clock: clk,
+		RuntimeHealth: func() error {
+			checks.Add(1)
+			if healthy.Load() {
+				return nil
+			}
+			return errors.New("container runtime is down")
+		},
+	})
+	require.NoError(t, err)
+	stop := startLoop(t, l)
+	set := <-src.set
+	ctx := context.Background()
+
+	// 1,000 snapshots go through while the loop is parked in backoff.
+	eventually(t, clk.HasWaiters, "loop parked on its backoff timer")
+	for i := range 1000 {
+		set(ctx, []*v1.Pod{testPod(fmt.Sprintf("p%d", i%10), types.UID(fmt.Sprintf("u%d", i%10)))})
+	}
+	require.Equal(t, int32(1), checks.Load(), "input does not wake the loop while unhealthy")
+	for _, d := range []time.Duration{100, 200, 400} {
+		clk.Step(d * time.Millisecond)
+		want := checks.Load() + 1
+		eventually(t, func() bool { return checks.Load() == want && clk.HasWaiters() }, "one health check per backoff step")
+	}
+	require.Zero(t, rec.len())
+
+	healthy.Store(true)
+	clk.Step(800 * time.Millisecond)
+	eventually(t, func() bool { return rec.len() >= 1999 }, "recorded updates dispatched")
+	got := rec.take()
+	require.Equal(t, "ADD p0", got[0])
+	require.Equal(t, "ADD p9", got[len(got)-1])
+	stop(nil)
+}
+
+func TestProbeAndPLEGPublishersNeverBlock(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	rec := &recorder{block: make(chan struct{})}
+	src := newTestSource("a")
+	l, err := New(Config{Handler: rec, Sources: []Source{src}, Clock: clocktesting.NewFakeClock(t0)})
+	require.NoError(t, err)
+	stop := startLoop(t, l)
+	set := <-src.set
+	set(context.Background(), []*v1.Pod{testPod("p1", "u1")})
+	eventually(t, func() bool { return rec.len() == 1 }, "handler is now blocked in ADD")
+
+	// The handler is stuck; 8 publishers × 10,000 results must still finish.
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 10000 {
+				l.HandleProbeUpdate(prober.ProbeType(i%3), prober.Update{ContainerID: fmt.Sprintf("c://%d", w), PodUID: "u1", Result: prober.Result(i % 2)})
+				l.HandlePLEGEvent(pleg.PodLifecycleEvent{ID: "u1", Type: pleg.ContainerStarted, Data: "x"})
+			}
+		})
+	}
+	wg.Wait()
+	l.mu.Lock()
+	require.LessOrEqual(t, len(l.probeQ), 24, "results coalesce per probe and container")
+	require.Len(t, l.plegQ, 1, "events coalesce per pod")
+	l.mu.Unlock()
+	close(rec.block)
+	eventually(t, func() bool { return rec.len() >= 2 }, "queued work dispatched after the handler returns")
+	stop(nil)
+}
+
+type failingSource struct{}
+
+func (failingSource) Name() string { return "bad" }
+func (failingSource) Run(context.Context, SetFunc) error {
+	return errors.New("cannot start")
+}
+
+func TestRunReturnsSourceError(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	src := newTestSource("a")
+	l, err := New(Config{Handler: &recorder{}, Sources: []Source{src, failingSource{}}, Clock: clocktesting.NewFakeClock(t0)})
+	require.NoError(t, err)
+	err = l.Run(context.Background())
+	require.ErrorContains(t, err, `source "bad": cannot start`)
+}
