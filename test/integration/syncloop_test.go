@@ -49,8 +49,8 @@ func (h *recordingHandler) HandlePodUpdates(_ context.Context, p []*v1.Pod) {
 }
 func (h *recordingHandler) HandlePodRemoves(_ context.Context, p []*v1.Pod)   { h.add("REMOVE", p) }
 func (h *recordingHandler) HandlePodReconcile(_ context.Context, p []*v1.Pod) { h.add("RECONCILE", p) }
-func (h *recordingHandler) HandlePodSyncs(context.Context, []*v1.Pod)          {}
-func (h *recordingHandler) HandlePodCleanups(context.Context) error            { return nil }
+func (h *recordingHandler) HandlePodSyncs(context.Context, []*v1.Pod)         {}
+func (h *recordingHandler) HandlePodCleanups(context.Context) error           { return nil }
 
 func boundPod(name, node string) *v1.Pod {
 	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
