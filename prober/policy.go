@@ -1,0 +1,106 @@
+package prober
+
+import (
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// applyThreshold folds a probe result r into the run of equal results
+// (last, run) and reports whether r is now the container's result: a
+// result is published once it has been seen threshold times in a row,
+// successThreshold for Success and failureThreshold for Failure; any other
+// result is published at once.
+func applyThreshold(last Result, run int, r Result, successThreshold, failureThreshold int) (Result, int, bool) {
+	if r == last {
+		run++
+	} else {
+		last, run = r, 1
+	}
+	switch {
+	case r == Failure && run < failureThreshold, r == Success && run < successThreshold:
+		return last, run, false
+	}
+	return last, run, true
+}
+
+// holdsAfter reports whether a worker stops probing, until its container
+// is replaced, once result r of a probe of type t has been published: after
+// a liveness failure (the container will be restarted) and after any
+// startup result.
+func holdsAfter(t ProbeType, r Result) bool {
+	return (t == Liveness && r == Failure) || t == Startup
+}
+
+// firstRun is when a new probe first runs: at a random point of its first
+// period, so that probes added together spread over the period. rnd is in
+// [0, 1).
+func firstRun(now time.Time, period time.Duration, rnd float64) time.Time {
+	if rnd < 0 || rnd >= 1 {
+		rnd = 0
+	}
+	return now.Add(time.Duration(rnd * float64(period)))
+}
+
+// nextRun is when a probe scheduled at scheduled runs again: one period
+// later, like a ticker; a probe that overran its slot runs again at once,
+// and its later runs keep the period from then on.
+func nextRun(scheduled, now time.Time, period time.Duration) time.Time {
+	next := scheduled.Add(period)
+	if next.Before(now) {
+		return now
+	}
+	return next
+}
+
+// inInitialDelay reports whether a container started at startedAt is still
+// within the probe's initial delay, comparing whole seconds like upstream.
+func inInitialDelay(now, startedAt time.Time, initialDelaySeconds int32) bool {
+	return int32(now.Sub(startedAt).Seconds()) < initialDelaySeconds
+}
+
+// shouldRestart reports whether a container that exited with exitCode will
+// be restarted, from its restart rules, its own restart policy and the
+// pod's, like upstream's ContainerShouldRestart with ContainerRestartRules
+// and RestartAllContainersOnContainerExits on (their v1.36 defaults).
+func shouldRestart(c *v1.Container, spec *v1.PodSpec, exitCode int32) bool {
+	if c.RestartPolicy != nil {
+		for _, rule := range c.RestartPolicyRules {
+			if rule.ExitCodes == nil {
+				continue
+			}
+			in := slices.Contains(rule.ExitCodes.Values, exitCode)
+			matched := (rule.ExitCodes.Operator == v1.ContainerRestartRuleOnExitCodesOpIn && in) ||
+				(rule.ExitCodes.Operator == v1.ContainerRestartRuleOnExitCodesOpNotIn && !in)
+			if matched && (rule.Action == v1.ContainerRestartRuleActionRestart ||
+				rule.Action == v1.ContainerRestartRuleActionRestartAllContainers) {
+				return true
+			}
+			if matched {
+				break
+			}
+		}
+		switch *c.RestartPolicy {
+		case v1.ContainerRestartPolicyAlways:
+			return true
+		case v1.ContainerRestartPolicyOnFailure:
+			return exitCode != 0
+		case v1.ContainerRestartPolicyNever:
+			return false
+		}
+	}
+	switch spec.RestartPolicy {
+	case v1.RestartPolicyOnFailure:
+		return exitCode != 0
+	case v1.RestartPolicyNever:
+		return false
+	}
+	return true
+}
+
+// isRestartableInit reports whether an init container is a sidecar (its
+// restart policy is Always), the only init containers that are probed.
+func isRestartableInit(c *v1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+}

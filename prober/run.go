@@ -1,0 +1,157 @@
+package prober
+
+import (
+	"container/heap"
+	"context"
+	"sync"
+	"time"
+)
+
+// Run probes on schedule until ctx is done, with at most Config.Workers
+// probes in flight, and delivers result updates on the Updates channels. It
+// uses one timer on the injected clock for all probes. It returns nil once
+// ctx is done and all its goroutines have ended; probes in flight are
+// cancelled and their results discarded. Run must not be called twice at
+// once.
+func (m *Manager) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, c := range m.results {
+		wg.Go(func() { c.pump(ctx) })
+	}
+	work := make(chan *worker)
+	for range m.cfg.Workers {
+		wg.Go(func() {
+			for w := range work {
+				m.runWorker(ctx, w)
+			}
+		})
+	}
+	defer func() {
+		close(work)
+		wg.Wait()
+	}()
+
+	timer := m.cfg.Clock.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		due, wait := m.popDue(m.cfg.Workers)
+		for i, w := range due {
+			select {
+			case work <- w:
+			case <-ctx.Done():
+				m.requeue(due[i:])
+				return nil
+			}
+		}
+		if len(due) > 0 {
+			continue
+		}
+		var tick <-chan time.Time
+		if wait >= 0 {
+			timer.Reset(wait)
+			tick = timer.C()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-m.wake:
+		case <-tick:
+		}
+		if !timer.Stop() && wait >= 0 {
+			select { // drain a tick that fired while woken otherwise
+			case <-timer.C():
+			default:
+			}
+		}
+	}
+}
+
+// RunOnce runs, one after the other on the calling goroutine, every probe
+// whose time has come, and returns how many ran. It is Run's core for hosts
+// that drive time themselves, and for tests. It never waits for a consumer
+// of Updates.
+func (m *Manager) RunOnce(ctx context.Context) int {
+	n := 0
+	for {
+		due, _ := m.popDue(1 << 30)
+		if len(due) == 0 {
+			return n
+		}
+		for _, w := range due {
+			m.runWorker(ctx, w)
+		}
+		n += len(due)
+	}
+}
+
+// popDue takes up to limit workers due now off the schedule and marks them
+// running. Without any due it returns how long until the next (-1: none).
+func (m *Manager) popDue(limit int) ([]*worker, time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.cfg.Clock.Now()
+	var due []*worker
+	for len(m.queue) > 0 && !m.queue[0].next.After(now) && len(due) < limit {
+		w := heap.Pop(&m.queue).(*worker)
+		w.running = true
+		due = append(due, w)
+	}
+	if len(due) > 0 || len(m.queue) == 0 {
+		return due, -1
+	}
+	return nil, m.queue[0].next.Sub(now)
+}
+
+// requeue puts back workers that were popped but never run.
+func (m *Manager) requeue(ws []*worker) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, w := range ws {
+		w.running = false
+		if w.stopped {
+			m.retire(w)
+			continue
+		}
+		heap.Push(&m.queue, w) // unchanged next
+	}
+}
+
+// runWorker probes once and schedules the next run.
+func (m *Manager) runWorker(ctx context.Context, w *worker) {
+	started := m.cfg.Clock.Now()
+	if m.onStart != nil {
+		m.onStart(w.next, started)
+	}
+	m.metrics.late(started.Sub(w.next).Seconds())
+	keep := ctx.Err() != nil || w.doProbe(ctx, started)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.finishLocked(w, keep, m.cfg.Clock.Now())
+}
+
+// finishLocked reschedules a worker that is done running (or was never
+// run, in requeue) at its next slot after now, or retires it if it was
+// stopped or asked to stop.
+func (m *Manager) finishLocked(w *worker, keep bool, now time.Time) {
+	w.running = false
+	if !keep && !w.stopped {
+		w.stopped = true
+		if m.workers[w.key] == w {
+			delete(m.workers, w.key)
+		}
+	}
+	if w.stopped {
+		m.retire(w)
+		return
+	}
+	if !w.slot.After(now) {
+		w.slot = nextRun(w.slot, now, w.spec.period)
+	}
+	w.next = w.slot
+	if w.triggered {
+		w.triggered = false
+		w.next = m.cfg.Clock.Now()
+	}
+	heap.Push(&m.queue, w)
+	m.kickLocked(w)
+}
