@@ -1,0 +1,101 @@
+package pleg
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// Run relists at once, then every RelistPeriod (EventedRelistPeriod while
+// an evented stream is connected), serves RequestRelist, delivers coalesced
+// PodSyncs as the consumer makes room and, in evented mode, keeps the
+// runtime event stream connected. It blocks until ctx is done, then returns
+// nil once every goroutine it started has ended. Relist errors are logged
+// and surface through Healthy. Run may be called once at a time.
+func (g *Generator) Run(ctx context.Context) error {
+	if !g.running.CompareAndSwap(false, true) {
+		return errAlreadyRunning
+	}
+	defer g.running.Store(false)
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { g.em.deliver(ctx) })
+	if g.cfg.Evented {
+		wg.Go(func() { g.stream(ctx) })
+	}
+	g.loop(ctx)
+	cancel()
+	wg.Wait()
+	return nil
+}
+
+func (g *Generator) loop(ctx context.Context) {
+	g.relistLogged(ctx)
+	timer := g.clock.NewTimer(g.period())
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C():
+			g.relistLogged(ctx)
+			timer.Reset(g.period())
+		case <-g.reqWake:
+			full, pods := g.takeRequests()
+			if full {
+				g.relistLogged(ctx)
+				resetTimer(timer, g.period())
+			}
+			g.relistPods(ctx, pods)
+		}
+	}
+}
+
+// relistPods serves single-pod relist requests a full relist has not
+// already covered.
+func (g *Generator) relistPods(ctx context.Context, pods map[types.UID]time.Time) {
+	if len(pods) == 0 {
+		return
+	}
+	last := g.lastRelistTime()
+	for uid, at := range pods {
+		if ctx.Err() != nil {
+			return
+		}
+		if last.After(at) {
+			continue
+		}
+		if _, err := g.RelistPod(ctx, uid); err != nil {
+			klog.FromContext(ctx).Error(err, "Single-pod relist failed; the next relist covers it", "podUID", uid)
+		}
+	}
+}
+
+func (g *Generator) relistLogged(ctx context.Context) {
+	if _, err := g.Relist(ctx); err != nil && ctx.Err() == nil {
+		klog.FromContext(ctx).Error(err, "Relist failed")
+	}
+}
+
+// period is the current full relist period.
+func (g *Generator) period() time.Duration {
+	if g.cfg.Evented && g.streamUp.Load() {
+		return g.cfg.EventedRelistPeriod
+	}
+	return g.cfg.RelistPeriod
+}
+
+// resetTimer stops t, drains a pending tick, and restarts it with d.
+func resetTimer(t clock.Timer, d time.Duration) {
+	if !t.Stop() {
+		select {
+		case <-t.C():
+		default:
+		}
+	}
+	t.Reset(d)
+}
