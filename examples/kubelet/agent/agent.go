@@ -1,0 +1,335 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	criapi "k8s.io/cri-api/pkg/apis"
+	remote "k8s.io/cri-client/pkg"
+	"k8s.io/klog/v2"
+
+	"github.com/nodekit/nodekit/eviction"
+	"github.com/nodekit/nodekit/internal/crisim"
+	"github.com/nodekit/nodekit/lease"
+	"github.com/nodekit/nodekit/nodestatus"
+	"github.com/nodekit/nodekit/pleg"
+	"github.com/nodekit/nodekit/podworkers"
+	"github.com/nodekit/nodekit/prober"
+	"github.com/nodekit/nodekit/syncloop"
+)
+
+// Agent is a running node agent. Build it with New and call Run once.
+type Agent struct {
+	opts     Options
+	client   kubernetes.Interface // nil standalone
+	recorder record.EventRecorder
+	events   record.EventBroadcaster
+	registry *prometheus.Registry
+
+	sim       *crisim.Sim
+	stopSim   func()
+	tempDir   string // removed on close
+	rt        criapi.RuntimeService
+	images    criapi.ImageManagerService
+	runtimeID string // the runtime's name, the containerID scheme
+
+	pleg       *pleg.Generator
+	workers    *podworkers.Workers
+	probes     *prober.Manager
+	loop       *syncloop.Loop
+	evict      *eviction.Manager
+	nodeStatus *nodestatus.Controller
+	lease      *lease.Controller
+	status     *statusWriter
+	syncer     *syncer
+
+	pods podStore
+}
+
+// podStore is the agent's view of desired pods and mirror pods.
+type podStore struct {
+	mu      sync.Mutex
+	byUID   map[types.UID]*v1.Pod
+	mirrors map[string]*v1.Pod // by static pod full name
+}
+
+func fullName(p *v1.Pod) string { return p.Name + "_" + p.Namespace }
+
+// New connects to the runtime (starting the simulator if asked) and builds
+// every component. Nothing runs until Run.
+func New(ctx context.Context, opts Options) (*Agent, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	a := &Agent{opts: opts, registry: prometheus.NewRegistry(),
+		pods: podStore{byUID: map[types.UID]*v1.Pod{}, mirrors: map[string]*v1.Pod{}}}
+	if opts.Kube != nil {
+		cs, err := kubernetes.NewForConfig(opts.Kube)
+		if err != nil {
+			return nil, fmt.Errorf("agent: client: %w", err)
+		}
+		a.client = cs
+		a.events = record.NewBroadcaster(record.WithContext(ctx))
+		a.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+		a.recorder = a.events.NewRecorder(scheme(), v1.EventSource{Component: "kubelet", Host: opts.NodeName})
+	} else {
+		a.recorder = &record.FakeRecorder{} // standalone: events are dropped
+	}
+	if err := a.connectRuntime(ctx); err != nil {
+		a.close(ctx)
+		return nil, err
+	}
+	if err := a.build(ctx); err != nil {
+		a.close(ctx)
+		return nil, err
+	}
+	return a, nil
+}
+
+// connectRuntime dials the CRI endpoint, serving the simulator first if no
+// endpoint was given.
+func (a *Agent) connectRuntime(ctx context.Context) error {
+	endpoint := a.opts.RuntimeEndpoint
+	if endpoint == "" {
+		a.sim = a.opts.Sim
+		if a.sim == nil {
+			a.sim = crisim.New(crisim.Config{Clock: a.opts.Clock})
+		}
+		dir := a.opts.StateDir
+		if dir == "" {
+			d, err := os.MkdirTemp("", "nodekit-agent-")
+			if err != nil {
+				return fmt.Errorf("agent: state dir: %w", err)
+			}
+			dir, a.tempDir = d, d
+		}
+		ep, stop, err := a.sim.ListenAndServe(filepath.Join(dir, "crisim.sock"))
+		if err != nil {
+			return fmt.Errorf("agent: serve the CRI simulator: %w", err)
+		}
+		endpoint, a.stopSim = ep, stop
+	}
+	logger := klog.FromContext(ctx)
+	rt, err := remote.NewRemoteRuntimeService(ctx, endpoint, runtimeTimeout, nil, false)
+	if err != nil {
+		return fmt.Errorf("agent: runtime %s: %w", endpoint, err)
+	}
+	a.rt = rt
+	img, err := remote.NewRemoteImageService(ctx, endpoint, runtimeTimeout, nil, false)
+	if err != nil {
+		return fmt.Errorf("agent: image service %s: %w", endpoint, err)
+	}
+	a.images = img
+	v, err := rt.Version(ctx, "v1")
+	if err != nil {
+		return fmt.Errorf("agent: runtime %s does not answer: %w", endpoint, err)
+	}
+	a.runtimeID = v.RuntimeName
+	logger.Info("Connected to container runtime", "endpoint", endpoint, "runtime", v.RuntimeName, "version", v.RuntimeVersion)
+	return nil
+}
+
+// close releases what New acquired.
+func (a *Agent) close(ctx context.Context) {
+	if c, ok := a.rt.(interface{ Close(context.Context) error }); ok {
+		_ = c.Close(ctx)
+	}
+	if c, ok := a.images.(interface{ Close(context.Context) error }); ok {
+		_ = c.Close(ctx)
+	}
+	if a.stopSim != nil {
+		a.stopSim()
+	}
+	if a.tempDir != "" {
+		_ = os.RemoveAll(a.tempDir)
+	}
+	if a.events != nil {
+		a.events.Shutdown()
+	}
+}
+
+// build wires the seven packages.
+func (a *Agent) build(ctx context.Context) error {
+	var err error
+	backoff := &crashBackoff{clock: a.opts.Clock, entries: map[string]backoffEntry{}}
+	if a.pleg, err = pleg.New(pleg.Config{Runtime: a.rt, Evented: a.opts.Evented, Clock: a.opts.Clock, Registerer: a.registry}); err != nil {
+		return err
+	}
+	if a.probes, err = prober.New(prober.Config{Runner: a.rt, Recorder: a.recorder, Clock: a.opts.Clock, Registerer: a.registry}); err != nil {
+		return err
+	}
+	a.status = &statusWriter{client: a.client, clock: a.opts.Clock, runtimeName: a.runtimeID, nodeIP: a.opts.NodeIP,
+		backoff: backoff, statuses: map[types.UID]*podRecord{},
+		probeStatus: func(pod *v1.Pod, s *v1.PodStatus) { a.probes.UpdatePodStatus(ctx, pod, s) }}
+	a.syncer = &syncer{rt: a.rt, images: a.images, clock: a.opts.Clock, backoff: backoff, status: a.status,
+		livenessFailed: a.livenessFailed, recorder: a.recorder}
+	if a.sim != nil {
+		a.syncer.beforeCreate = simScripter(a.sim)
+	}
+	if a.workers, err = podworkers.New(podworkers.Config{Syncer: a.syncer, StatusBarrier: a.pleg.Cache().WaitNewerThan,
+		Clock: a.opts.Clock, Recorder: a.recorder, Registerer: a.registry}); err != nil {
+		return err
+	}
+	if err := a.buildEviction(); err != nil {
+		return err
+	}
+	if err := a.buildLoop(); err != nil {
+		return err
+	}
+	if a.client != nil {
+		if err := a.buildNodeStatus(ctx); err != nil {
+			return err
+		}
+		if a.lease, err = lease.New(lease.Config{Client: a.client.CoordinationV1(), NodeName: a.opts.NodeName,
+			NodeUID: lease.NodeUIDFromAPI(a.client.CoreV1()), Clock: a.opts.Clock, Registerer: a.registry}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// livenessFailed reports a liveness or startup failure for a CRI container
+// ID; the syncer restarts such a container.
+func (a *Agent) livenessFailed(id string) bool {
+	full := a.runtimeID + "://" + id
+	for _, t := range []prober.ProbeType{prober.Liveness, prober.Startup} {
+		if r, ok := a.probes.Result(t, full); ok && r == prober.Failure {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *Agent) buildEviction() error {
+	thresholds, err := eviction.ParseThresholdFlags(a.opts.EvictionHard, "", "", "")
+	if err != nil {
+		return err
+	}
+	host, err := eviction.NewHostSummaryProvider(eviction.HostSummaryConfig{NodeName: a.opts.NodeName,
+		NodeFsPath: os.TempDir(), Runtime: a.rt, Clock: a.opts.Clock})
+	if err != nil {
+		return err
+	}
+	var summary eviction.SummaryProvider = host
+	if a.sim != nil {
+		summary = &simSummary{inner: host, capacity: a.opts.MemoryCapacity}
+	}
+	a.evict, err = eviction.New(eviction.Config{
+		Thresholds: thresholds, Summary: summary, ActivePods: a.activePods, KillPod: a.killPod,
+		PodCleanedUp: func(p *v1.Pod) bool { return a.workers.ShouldPodBeFinished(p.UID) },
+		Recorder:     a.recorder, NodeRef: a.nodeRef(), Clock: a.opts.Clock, Registerer: a.registry,
+	})
+	return err
+}
+
+func (a *Agent) nodeRef() *v1.ObjectReference {
+	return &v1.ObjectReference{Kind: "Node", Name: a.opts.NodeName, UID: types.UID(a.opts.NodeName)}
+}
+
+func (a *Agent) activePods() []*v1.Pod {
+	a.pods.mu.Lock()
+	defer a.pods.mu.Unlock()
+	out := make([]*v1.Pod, 0, len(a.pods.byUID))
+	for uid, p := range a.pods.byUID {
+		if !a.workers.IsPodTerminationRequested(uid) && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// killPod evicts a pod through the pod workers and waits for its containers
+// to stop.
+func (a *Agent) killPod(ctx context.Context, pod *v1.Pod, grace int64, updateStatus func(*v1.PodStatus)) error {
+	done := make(chan struct{})
+	err := a.workers.UpdatePod(ctx, podworkers.Update{Type: podworkers.UpdateKill, Pod: pod,
+		Kill: &podworkers.KillOptions{GracePeriodOverride: &grace, Force: grace == 0, Evict: true,
+			StatusFunc: podworkers.StatusFunc(updateStatus), Completed: done}})
+	if err != nil {
+		return err
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (a *Agent) buildLoop() error {
+	var sources []syncloop.Source
+	if a.client != nil {
+		src, err := syncloop.NewAPIServerSource(syncloop.APIServerSourceConfig{Client: a.client, NodeName: a.opts.NodeName, Clock: a.opts.Clock})
+		if err != nil {
+			return err
+		}
+		sources = append(sources, src)
+	}
+	if a.opts.PodManifestPath != "" {
+		src, err := syncloop.NewFileSource(syncloop.FileSourceConfig{Path: a.opts.PodManifestPath, NodeName: a.opts.NodeName,
+			Recorder: a.recorder, Clock: a.opts.Clock})
+		if err != nil {
+			return err
+		}
+		sources = append(sources, src)
+	}
+	if a.opts.ManifestURL != "" {
+		src, err := syncloop.NewHTTPSource(syncloop.HTTPSourceConfig{URL: a.opts.ManifestURL, NodeName: a.opts.NodeName,
+			Recorder: a.recorder, Clock: a.opts.Clock})
+		if err != nil {
+			return err
+		}
+		sources = append(sources, src)
+	}
+	var err error
+	a.loop, err = syncloop.New(syncloop.Config{
+		Handler: a, Sources: sources,
+		RuntimeHealth: a.runtimeHealth,
+		PodsToSync:    a.podsToSync,
+		PodByUID:      a.podByUID,
+		Recorder:      a.recorder, Clock: a.opts.Clock, Registerer: a.registry,
+	})
+	return err
+}
+
+// runtimeHealth is the PLEG's health.
+func (a *Agent) runtimeHealth() error {
+	if ok, err := a.pleg.Healthy(); !ok {
+		if err == nil {
+			err = errors.New("PLEG is not healthy")
+		}
+		return err
+	}
+	return nil
+}
+
+func (a *Agent) podByUID(uid types.UID) (*v1.Pod, bool) {
+	a.pods.mu.Lock()
+	defer a.pods.mu.Unlock()
+	p, ok := a.pods.byUID[uid]
+	return p, ok
+}
+
+// podsToSync returns the pods whose resync or retry is due; due pods no
+// longer in config are resynced with their last known state.
+func (a *Agent) podsToSync(_ context.Context) []*v1.Pod {
+	var out []*v1.Pod
+	for _, uid := range a.workers.DuePods() {
+		if p, ok := a.podByUID(uid); ok {
+			out = append(out, p)
+		} else {
+			_ = a.workers.Resync(uid)
+		}
+	}
+	return out
+}

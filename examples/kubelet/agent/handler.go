@@ -1,0 +1,206 @@
+package agent
+
+import (
+	"context"
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/nodekit/nodekit/podworkers"
+	"github.com/nodekit/nodekit/syncloop"
+)
+
+var _ syncloop.Handler = (*Agent)(nil)
+
+func isMirror(p *v1.Pod) bool {
+	_, ok := p.Annotations[syncloop.ConfigMirrorAnnotationKey]
+	return ok
+}
+
+// HandlePodAdditions admits new pods and starts their workers, oldest first.
+func (a *Agent) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
+	sort.Slice(pods, func(i, j int) bool { return pods[i].CreationTimestamp.Before(&pods[j].CreationTimestamp) })
+	for _, pod := range pods {
+		if isMirror(pod) {
+			a.setMirror(pod)
+			continue
+		}
+		a.storePod(pod)
+		if res := a.evict.Admit(pod); !res.Admit {
+			klog.FromContext(ctx).Info("Pod rejected", "pod", klog.KObj(pod), "reason", res.Reason, "message", res.Message)
+			a.recorder.Event(pod, v1.EventTypeWarning, res.Reason, res.Message)
+			a.reject(ctx, pod, res.Reason, res.Message)
+			continue
+		}
+		if isStatic(pod) {
+			a.ensureMirror(ctx, pod)
+		}
+		if err := a.probes.AddPod(pod); err != nil {
+			a.recorder.Event(pod, v1.EventTypeWarning, "Unhealthy", err.Error())
+		}
+		a.update(ctx, podworkers.UpdateCreate, pod)
+	}
+}
+
+// reject fails a pod that admission refused.
+func (a *Agent) reject(ctx context.Context, pod *v1.Pod, reason, message string) {
+	a.status.write(ctx, pod, a.mirrorOf(pod), &podRuntime{}, func(s *v1.PodStatus) {
+		s.Phase, s.Reason, s.Message = v1.PodFailed, reason, message
+	})
+}
+
+// HandlePodUpdates passes changes (including graceful deletions) to the
+// pod's worker.
+func (a *Agent) HandlePodUpdates(ctx context.Context, pods []*v1.Pod) {
+	for _, pod := range pods {
+		if isMirror(pod) {
+			a.setMirror(pod)
+			continue
+		}
+		a.storePod(pod)
+		a.update(ctx, podworkers.UpdateUpdate, pod)
+	}
+}
+
+// HandlePodRemoves kills pods gone from their source.
+func (a *Agent) HandlePodRemoves(ctx context.Context, pods []*v1.Pod) {
+	for _, pod := range pods {
+		if isMirror(pod) {
+			a.pods.mu.Lock()
+			delete(a.pods.mirrors, fullName(pod))
+			a.pods.mu.Unlock()
+			continue
+		}
+		a.pods.mu.Lock()
+		delete(a.pods.byUID, pod.UID)
+		a.pods.mu.Unlock()
+		a.probes.RemovePod(pod)
+		a.update(ctx, podworkers.UpdateKill, pod)
+	}
+}
+
+// HandlePodReconcile records status changes made at the source.
+func (a *Agent) HandlePodReconcile(_ context.Context, pods []*v1.Pod) {
+	for _, pod := range pods {
+		if isMirror(pod) {
+			a.setMirror(pod)
+		} else {
+			a.storePod(pod)
+		}
+	}
+}
+
+// HandlePodSyncs sends a sync to each pod's worker.
+func (a *Agent) HandlePodSyncs(ctx context.Context, pods []*v1.Pod) {
+	for _, pod := range pods {
+		if p, ok := a.podByUID(pod.UID); ok {
+			pod = p
+		}
+		a.update(ctx, podworkers.UpdateSync, pod)
+	}
+}
+
+// HandlePodCleanups is housekeeping: reconcile workers with desired pods,
+// restart missing ones, stop probing removed ones and kill runtime pods
+// that have no config.
+func (a *Agent) HandlePodCleanups(ctx context.Context) error {
+	a.pods.mu.Lock()
+	desired := make([]types.UID, 0, len(a.pods.byUID))
+	desiredSet := map[types.UID]sets.Empty{}
+	for uid := range a.pods.byUID {
+		desired = append(desired, uid)
+		desiredSet[uid] = sets.Empty{}
+	}
+	a.pods.mu.Unlock()
+	known := a.workers.SyncKnownPods(ctx, desired)
+	for _, uid := range desired {
+		p, ok := a.podByUID(uid)
+		if !ok {
+			continue
+		}
+		if _, ok := known[uid]; !ok {
+			a.update(ctx, podworkers.UpdateCreate, p)
+		}
+		if isStatic(p) {
+			a.ensureMirror(ctx, p) // retried until the Node exists to own it
+		}
+	}
+	a.probes.CleanupPods(desiredSet)
+	sbs, err := a.rt.ListPodSandbox(ctx, nil)
+	if err != nil {
+		return err
+	}
+	for _, sb := range sbs {
+		uid := types.UID(sb.GetMetadata().GetUid())
+		if _, ok := known[uid]; ok {
+			continue
+		}
+		if _, ok := desiredSet[uid]; ok || sb.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+			continue
+		}
+		rp := &podworkers.RuntimePod{UID: uid, Name: sb.Metadata.Name, Namespace: sb.Metadata.Namespace}
+		if err := a.workers.UpdatePod(ctx, podworkers.Update{Type: podworkers.UpdateKill, RunningPod: rp}); err != nil {
+			klog.FromContext(ctx).Error(err, "Kill orphaned runtime pod", "uid", uid)
+		}
+	}
+	return nil
+}
+
+func (a *Agent) update(ctx context.Context, t podworkers.UpdateType, pod *v1.Pod) {
+	err := a.workers.UpdatePod(ctx, podworkers.Update{Type: t, Pod: pod, MirrorPod: a.mirrorOf(pod), StartTime: a.opts.Clock.Now()})
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Pod update refused", "pod", klog.KObj(pod))
+	}
+}
+
+func (a *Agent) storePod(pod *v1.Pod) {
+	a.pods.mu.Lock()
+	defer a.pods.mu.Unlock()
+	a.pods.byUID[pod.UID] = pod
+}
+
+func (a *Agent) setMirror(pod *v1.Pod) {
+	a.pods.mu.Lock()
+	defer a.pods.mu.Unlock()
+	a.pods.mirrors[fullName(pod)] = pod
+}
+
+func (a *Agent) mirrorOf(pod *v1.Pod) *v1.Pod {
+	if !isStatic(pod) {
+		return nil
+	}
+	a.pods.mu.Lock()
+	defer a.pods.mu.Unlock()
+	return a.pods.mirrors[fullName(pod)]
+}
+
+// ensureMirror creates the API-visible mirror of a static pod: same name
+// and spec, the mirror annotation, owned by the Node.
+func (a *Agent) ensureMirror(ctx context.Context, pod *v1.Pod) {
+	if a.client == nil || a.mirrorOf(pod) != nil || a.nodeStatus.Node() == nil {
+		return
+	}
+	m := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, Labels: pod.Labels,
+		Annotations: map[string]string{}}, Spec: *pod.Spec.DeepCopy()}
+	for k, v := range pod.Annotations {
+		m.Annotations[k] = v
+	}
+	m.Annotations[syncloop.ConfigMirrorAnnotationKey] = pod.Annotations[syncloop.ConfigHashAnnotationKey]
+	node := a.nodeStatus.Node()
+	ctrl := true
+	m.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID, Controller: &ctrl}}
+	created, err := a.client.CoreV1().Pods(pod.Namespace).Create(ctx, m, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		a.setMirror(created)
+	case apierrors.IsAlreadyExists(err):
+	default:
+		klog.FromContext(ctx).Error(err, "Failed creating a mirror pod", "pod", klog.KObj(pod))
+	}
+}

@@ -1,0 +1,162 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+
+	cadvisorapi "github.com/google/cadvisor/info/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/nodekit/nodekit/eviction"
+	"github.com/nodekit/nodekit/nodestatus"
+	"github.com/nodekit/nodekit/nodestatus/cadvisorinfo"
+)
+
+func scheme() *runtime.Scheme { return clientgoscheme.Scheme }
+
+// buildNodeStatus assembles the kubelet's setters over the agent's parts.
+func (a *Agent) buildNodeStatus(ctx context.Context) error {
+	rec := nodestatus.EventRecorder(a.recorder, a.opts.NodeName)
+	clk := a.opts.Clock
+	addr := nodestatus.AddressConfig{Hostname: a.opts.NodeName}
+	if a.opts.NodeIP != "" {
+		addr.NodeIPs = []net.IP{net.ParseIP(a.opts.NodeIP)}
+	}
+	machine := nodestatus.MachineConfig{Machine: cadvisorinfo.Machine(), Capacity: cadvisorinfo.EphemeralStorage("/"), Recorder: rec}
+	if a.sim != nil {
+		addr.ValidateIP = func(net.IP) error { return nil } // a simulated address
+		mem := a.opts.MemoryCapacity
+		machine.Machine = func() (*cadvisorapi.MachineInfo, error) {
+			return &cadvisorapi.MachineInfo{NumCores: 4, MemoryCapacity: uint64(mem), MachineID: "sim-" + a.opts.NodeName, BootID: "sim"}, nil
+		}
+		machine.Capacity = func() v1.ResourceList {
+			return v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("100Gi")}
+		}
+	}
+	var b nodestatus.Builder
+	b.Add(nodestatus.NodeAddress(addr))
+	b.Add(nodestatus.MachineInfo(machine))
+	b.Add(nodestatus.VersionInfo(nodestatus.VersionConfig{Runtime: func(ctx context.Context) (string, string, error) {
+		v, err := a.rt.Version(ctx, "v1")
+		if err != nil {
+			return a.runtimeID, "", err
+		}
+		return v.RuntimeName, v.RuntimeVersion, nil
+	}}))
+	port, _ := strconv.Atoi(portOf(a.opts.HTTPAddr))
+	b.Add(nodestatus.DaemonEndpoints(int32(port)))
+	b.Add(nodestatus.Images(0, a.listImages))
+	b.Add(nodestatus.GoRuntime(), nil)
+	b.Add(nodestatus.MemoryPressureCondition(clk, a.evict.IsUnderMemoryPressure, rec))
+	b.Add(nodestatus.DiskPressureCondition(clk, a.evict.IsUnderDiskPressure, rec))
+	b.Add(nodestatus.PIDPressureCondition(clk, a.evict.IsUnderPIDPressure, rec))
+	b.Add(nodestatus.ReadyCondition(nodestatus.ReadyConfig{Clock: clk, Recorder: rec,
+		RuntimeErrors: func() error { return a.runtimeErrors(ctx) },
+		NetworkErrors: func() error { return a.networkErrors(ctx) }}))
+	setters, err := b.Setters()
+	if err != nil {
+		return err
+	}
+	a.nodeStatus, err = nodestatus.New(nodestatus.Config{Client: a.client.CoreV1(), NodeName: a.opts.NodeName,
+		Setters: setters, Clock: clk})
+	return err
+}
+
+func portOf(addr string) string {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "0"
+	}
+	return p
+}
+
+func (a *Agent) listImages(ctx context.Context) ([]nodestatus.Image, error) {
+	imgs, err := a.images.ListImages(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]nodestatus.Image, 0, len(imgs))
+	for _, i := range imgs {
+		out = append(out, nodestatus.Image{RepoTags: i.RepoTags, RepoDigests: i.RepoDigests, Size: int64(i.Size)})
+	}
+	return out, nil
+}
+
+// runtimeStatus returns the runtime's conditions by type.
+func (a *Agent) runtimeStatus(ctx context.Context) (map[string]*runtimeapi.RuntimeCondition, error) {
+	st, err := a.rt.Status(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*runtimeapi.RuntimeCondition{}
+	for _, c := range st.GetStatus().GetConditions() {
+		out[c.Type] = c
+	}
+	return out, nil
+}
+
+// runtimeErrors is the kubelet's runtime health: the runtime answers and
+// reports RuntimeReady, and the PLEG is healthy.
+func (a *Agent) runtimeErrors(ctx context.Context) error {
+	var errs []error
+	conds, err := a.runtimeStatus(ctx)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("container runtime is down: %w", err))
+	} else if c := conds[runtimeapi.RuntimeReady]; c == nil || !c.Status {
+		errs = append(errs, errors.New("container runtime status check may not have completed yet"))
+	}
+	if err := a.runtimeHealth(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (a *Agent) networkErrors(ctx context.Context) error {
+	conds, err := a.runtimeStatus(ctx)
+	if err != nil {
+		return nil // reported as a runtime error
+	}
+	if c := conds[runtimeapi.NetworkReady]; c == nil || !c.Status {
+		return errors.New("container runtime network not ready: NetworkReady=false")
+	}
+	return nil
+}
+
+// simSummary replaces the host's memory figures with the simulated
+// machine's: capacity from Options, usage the sum of the pods' working sets
+// (as the simulator reports them), so memory pressure can be simulated.
+type simSummary struct {
+	inner    eviction.SummaryProvider
+	capacity int64
+}
+
+func (s *simSummary) Get(ctx context.Context) (*statsapi.Summary, error) {
+	sum, err := s.inner.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var used uint64
+	for _, p := range sum.Pods {
+		if p.Memory != nil && p.Memory.WorkingSetBytes != nil {
+			used += *p.Memory.WorkingSetBytes
+		}
+	}
+	capacity := uint64(s.capacity)
+	avail := capacity - min(used, capacity)
+	mem := sum.Node.Memory
+	if mem == nil {
+		mem = &statsapi.MemoryStats{}
+		sum.Node.Memory = mem
+	}
+	mem.AvailableBytes, mem.WorkingSetBytes = &avail, &used
+	mem.UsageBytes = &used
+	return sum, nil
+}

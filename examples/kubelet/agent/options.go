@@ -1,0 +1,93 @@
+// Package agent is the reference assembly of nodekit: a node agent that
+// composes all seven packages into the kubelet's loop. The kubelet command
+// in the parent directory is a thin flag wrapper around it; tests and the
+// demo run it in-process.
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+
+	"github.com/nodekit/nodekit/eviction"
+	"github.com/nodekit/nodekit/internal/crisim"
+)
+
+// Options configure an Agent. Zero values give a standalone agent on the
+// in-process CRI simulator.
+type Options struct {
+	// NodeName is the node's name. Required.
+	NodeName string
+	// Kube, if set, is the node identity's client config (cluster mode).
+	// nil runs standalone: no API server, pods from PodManifestPath only.
+	Kube *rest.Config
+	// PodManifestPath is a directory (or file) of static pod manifests.
+	PodManifestPath string
+	// ManifestURL serves static pods over HTTP.
+	ManifestURL string
+	// RuntimeEndpoint is a CRI endpoint ("unix:///run/containerd/containerd.sock").
+	// Empty runs the in-process CRI simulator on a socket under StateDir.
+	RuntimeEndpoint string
+	// Sim is an existing simulator to serve when RuntimeEndpoint is empty
+	// (the demo and tests script it); nil creates one.
+	Sim *crisim.Sim
+	// StateDir holds the simulator socket. Default a temporary directory.
+	StateDir string
+	// HTTPAddr is the loopback address of /healthz, /pods and /metrics.
+	// Default 127.0.0.1:10248; "-" disables the endpoint.
+	HTTPAddr string
+	// NodeIP is the node's InternalIP. Default: discovered (with the
+	// simulator: 10.255.0.1, a made-up address).
+	NodeIP string
+	// EvictionHard is the kubelet's --eviction-hard. Default upstream's.
+	EvictionHard string
+	// MemoryCapacity of the simulated machine (simulator only). Default 4Gi.
+	MemoryCapacity int64
+	// Clock drives every package. Default the real clock.
+	Clock clock.WithTicker
+	// Evented uses the runtime's event stream as PLEG hints.
+	Evented bool
+}
+
+// DefaultHTTPAddr is where /healthz listens by default (the kubelet's
+// healthz port).
+const DefaultHTTPAddr = "127.0.0.1:10248"
+
+func (o *Options) defaults() error {
+	var errs []error
+	if o.NodeName == "" {
+		errs = append(errs, errors.New("a node name is required"))
+	}
+	if o.Kube == nil && o.PodManifestPath == "" && o.ManifestURL == "" {
+		errs = append(errs, errors.New("standalone mode needs a pod manifest path or URL (or give a kubeconfig)"))
+	}
+	if o.NodeIP != "" && net.ParseIP(o.NodeIP) == nil {
+		errs = append(errs, fmt.Errorf("node IP %q is not an IP address", o.NodeIP))
+	}
+	if o.MemoryCapacity < 0 {
+		errs = append(errs, fmt.Errorf("memory capacity %d must not be negative", o.MemoryCapacity))
+	}
+	if _, err := eviction.ParseThresholdFlags(o.EvictionHard, "", "", ""); err != nil {
+		errs = append(errs, fmt.Errorf("eviction-hard: %w", err))
+	}
+	if o.HTTPAddr == "" {
+		o.HTTPAddr = DefaultHTTPAddr
+	}
+	if o.MemoryCapacity == 0 {
+		o.MemoryCapacity = 4 << 30
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.RuntimeEndpoint == "" && o.NodeIP == "" {
+		o.NodeIP = "10.255.0.1"
+	}
+	return errors.Join(errs...)
+}
+
+// runtimeTimeout bounds each CRI call (the kubelet's --runtime-request-timeout).
+const runtimeTimeout = 2 * time.Minute

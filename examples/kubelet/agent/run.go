@@ -1,0 +1,132 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/nodekit/nodekit/prober"
+)
+
+// Run runs every component until ctx is done, then stops them all and
+// releases the runtime connection. It returns nil after a clean stop, or
+// the first component error (which stops the rest).
+func (a *Agent) Run(ctx context.Context) error {
+	defer a.close(context.WithoutCancel(ctx))
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	start := func(name string, run func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := run(klog.NewContext(ctx, klog.FromContext(ctx).WithName(name))); err != nil && ctx.Err() == nil {
+				cancel(fmt.Errorf("%s: %w", name, err))
+			}
+		}()
+	}
+	if a.opts.HTTPAddr != "-" {
+		ln, err := net.Listen("tcp", a.opts.HTTPAddr)
+		if err != nil {
+			return fmt.Errorf("agent: listen %s: %w", a.opts.HTTPAddr, err)
+		}
+		start("http", func(ctx context.Context) error { return a.serve(ctx, ln) })
+	}
+	start("pleg", a.pleg.Run)
+	start("prober", a.probes.Run)
+	start("podworkers", a.workers.Run)
+	start("eviction", a.evict.Run)
+	start("syncloop", a.loop.Run)
+	start("pleg-events", a.pumpPLEG)
+	for _, t := range []prober.ProbeType{prober.Liveness, prober.Readiness, prober.Startup} {
+		start("probe-results", func(ctx context.Context) error { return a.pumpProbes(ctx, t) })
+	}
+	if a.nodeStatus != nil {
+		start("nodestatus", a.nodeStatus.Run)
+		start("lease", a.lease.Run)
+	}
+	klog.FromContext(ctx).Info("Node agent running", "node", a.opts.NodeName, "cluster", a.client != nil, "simulator", a.sim != nil)
+	<-ctx.Done()
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// pumpPLEG hands PLEG events to the sync loop (which never blocks).
+func (a *Agent) pumpPLEG(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev := <-a.pleg.Events():
+			a.loop.HandlePLEGEvent(ev)
+		}
+	}
+}
+
+func (a *Agent) pumpProbes(ctx context.Context, t prober.ProbeType) error {
+	ch := a.probes.Updates(t)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case u := <-ch:
+			a.loop.HandleProbeUpdate(t, u)
+		}
+	}
+}
+
+// serve answers /healthz (sync loop and PLEG), /pods and /metrics on
+// loopback.
+func (a *Agent) serve(ctx context.Context, ln net.Listener) error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := a.Healthy(); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	mux.HandleFunc("/pods", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"kind": "PodList", "apiVersion": "v1", "items": a.Pods()})
+	})
+	mux.Handle("/metrics", promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Healthy is the agent's health: the sync loop iterated within the last
+// two housekeeping-and-a-half periods and the PLEG relists.
+func (a *Agent) Healthy() error {
+	if last := a.loop.LastIteration(); !last.IsZero() && a.opts.Clock.Since(last) > 5*time.Second {
+		return fmt.Errorf("sync loop last iterated %s ago", a.opts.Clock.Since(last).Round(time.Millisecond))
+	}
+	return a.runtimeHealth()
+}
+
+// Pods returns the pods the agent runs with their latest status, by name.
+func (a *Agent) Pods() []v1.Pod {
+	pods := a.status.snapshot()
+	sort.Slice(pods, func(i, j int) bool { return fullName(&pods[i]) < fullName(&pods[j]) })
+	return pods
+}

@@ -1,0 +1,64 @@
+package agent
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodekit/nodekit/internal/crisim"
+)
+
+// AnnotationSimPrefix scripts a container in simulator mode: the annotation
+// "sim.nodekit.io/<container>" holds space-separated settings, e.g.
+// "exit-after=5s exit-code=1" (a container that crashes after 5s) or
+// "exec-exit-code=1" (every exec probe fails). Ignored with a real runtime.
+const AnnotationSimPrefix = "sim.nodekit.io/"
+
+// simScripter turns pod annotations into crisim scripts.
+func simScripter(sim *crisim.Sim) func(pod *v1.Pod, c *v1.Container) {
+	return func(pod *v1.Pod, c *v1.Container) {
+		spec, ok := pod.Annotations[AnnotationSimPrefix+c.Name]
+		if !ok {
+			return
+		}
+		sc, ex, err := parseSimSpec(spec)
+		if err != nil {
+			return // validated when the pod was admitted
+		}
+		m := crisim.Match{Pod: pod.Name, Namespace: pod.Namespace, Container: c.Name}
+		sim.Script(m, sc)
+		if ex != nil {
+			sim.ScriptExec(m, nil, *ex)
+		}
+	}
+}
+
+func parseSimSpec(spec string) (crisim.Script, *crisim.ExecResult, error) {
+	var sc crisim.Script
+	var ex *crisim.ExecResult
+	for _, f := range strings.Fields(spec) {
+		k, v, _ := strings.Cut(f, "=")
+		var err error
+		switch k {
+		case "exit-after":
+			sc.ExitAfter, err = time.ParseDuration(v)
+		case "exit-code":
+			var n int
+			n, err = strconv.Atoi(v)
+			sc.ExitCode = int32(n)
+		case "exec-exit-code":
+			var n int
+			n, err = strconv.Atoi(v)
+			ex = &crisim.ExecResult{ExitCode: int32(n), Stdout: "scripted by " + AnnotationSimPrefix}
+		default:
+			err = fmt.Errorf("unknown setting %q", k)
+		}
+		if err != nil {
+			return sc, nil, fmt.Errorf("%s: %w", f, err)
+		}
+	}
+	return sc, ex, nil
+}

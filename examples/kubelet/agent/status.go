@@ -1,0 +1,341 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/client-go/kubernetes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/nodekit/nodekit/podworkers"
+)
+
+// statusWriter builds v1.PodStatus from the runtime and reports it to the
+// API server when it changed.
+type statusWriter struct {
+	client      kubernetes.Interface // nil in standalone mode
+	clock       clock.PassiveClock
+	runtimeName string
+	nodeIP      string
+	backoff     *crashBackoff
+	// probeStatus sets Ready and Started on container statuses (the
+	// prober's UpdatePodStatus).
+	probeStatus func(pod *v1.Pod, status *v1.PodStatus)
+
+	mu       sync.Mutex
+	statuses map[types.UID]*podRecord
+}
+
+type podRecord struct {
+	pod     *v1.Pod
+	status  v1.PodStatus
+	written bool // status reached the API server
+}
+
+// write computes the pod's status, applies statusFn and patches it to the
+// API server (the mirror pod for a static pod) if it changed.
+func (w *statusWriter) write(ctx context.Context, pod, mirror *v1.Pod, rtp *podRuntime, statusFn podworkers.StatusFunc) {
+	w.mu.Lock()
+	rec := w.statuses[pod.UID]
+	if rec == nil {
+		rec = &podRecord{}
+		w.statuses[pod.UID] = rec
+	}
+	old := rec.status
+	if !rec.written && old.Phase == "" {
+		old = *pod.Status.DeepCopy()
+	}
+	w.mu.Unlock()
+	status := w.build(pod, rtp, &old)
+	if statusFn != nil {
+		statusFn(&status)
+	}
+	w.mu.Lock()
+	changed := !rec.written || !equality.Semantic.DeepEqual(rec.status, status)
+	rec.pod, rec.status = pod, status
+	w.mu.Unlock()
+	if !changed || w.client == nil {
+		return
+	}
+	target := pod
+	if isStatic(pod) {
+		if mirror == nil {
+			return // reported once the mirror pod exists
+		}
+		target = mirror
+	}
+	if err := w.patch(ctx, target, status); err != nil {
+		klog.FromContext(ctx).Error(err, "Failed to update pod status", "pod", klog.KObj(pod))
+		return
+	}
+	w.mu.Lock()
+	rec.written = true
+	w.mu.Unlock()
+}
+
+func (w *statusWriter) patch(ctx context.Context, pod *v1.Pod, status v1.PodStatus) error {
+	oldJSON, err := json.Marshal(v1.Pod{Status: pod.Status})
+	if err != nil {
+		return err
+	}
+	newJSON, err := json.Marshal(v1.Pod{Status: status})
+	if err != nil {
+		return err
+	}
+	patch, err := strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, v1.Pod{})
+	if err != nil {
+		return err
+	}
+	// The UID guards against patching a recreated pod of the same name.
+	patch, err = withUID(patch, pod.UID)
+	if err != nil {
+		return err
+	}
+	_, err = w.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil // the pod is gone or was replaced: nothing to report
+	}
+	return err
+}
+
+func withUID(patch []byte, uid types.UID) ([]byte, error) {
+	var m map[string]any
+	if err := json.Unmarshal(patch, &m); err != nil {
+		return nil, err
+	}
+	m["metadata"] = map[string]any{"uid": string(uid)}
+	return json.Marshal(m)
+}
+
+// finishDeletion completes a graceful deletion once the pod's containers are
+// gone: a zero-grace delete, guarded by the UID.
+func (w *statusWriter) finishDeletion(ctx context.Context, pod *v1.Pod) error {
+	w.mu.Lock()
+	delete(w.statuses, pod.UID)
+	w.mu.Unlock()
+	if w.client == nil || pod.DeletionTimestamp == nil || isStatic(pod) {
+		return nil
+	}
+	uid := pod.UID
+	err := w.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete pod: %w", err)
+	}
+	return nil
+}
+
+// snapshot returns the pods and statuses the agent knows, for /pods.
+func (w *statusWriter) snapshot() []v1.Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]v1.Pod, 0, len(w.statuses))
+	for _, r := range w.statuses {
+		if r.pod == nil {
+			continue
+		}
+		p := r.pod.DeepCopy()
+		p.Status = *r.status.DeepCopy()
+		out = append(out, *p)
+	}
+	return out
+}
+
+// build computes the status of pod from its runtime state.
+func (w *statusWriter) build(pod *v1.Pod, rtp *podRuntime, old *v1.PodStatus) v1.PodStatus {
+	now := metav1.NewTime(w.clock.Now())
+	s := v1.PodStatus{HostIP: w.nodeIP, StartTime: old.StartTime, QOSClass: qosClass(pod)}
+	if s.StartTime == nil {
+		s.StartTime = &now
+	}
+	if w.nodeIP != "" {
+		s.HostIPs = []v1.HostIP{{IP: w.nodeIP}}
+	}
+	if rtp.sandboxIP != "" {
+		s.PodIP, s.PodIPs = rtp.sandboxIP, []v1.PodIP{{IP: rtp.sandboxIP}}
+	}
+	initialized := true
+	for i := range pod.Spec.InitContainers {
+		cs := w.containerStatus(pod, &pod.Spec.InitContainers[i], rtp, "PodInitializing")
+		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
+			initialized = false
+		}
+		s.InitContainerStatuses = append(s.InitContainerStatuses, cs)
+	}
+	waitReason := "ContainerCreating"
+	if !initialized {
+		waitReason = "PodInitializing"
+	}
+	for i := range pod.Spec.Containers {
+		s.ContainerStatuses = append(s.ContainerStatuses, w.containerStatus(pod, &pod.Spec.Containers[i], rtp, waitReason))
+	}
+	if w.probeStatus != nil {
+		w.probeStatus(pod, &s)
+	}
+	s.Phase = podPhase(pod, &s, initialized)
+	allReady := len(s.ContainerStatuses) > 0
+	for _, cs := range s.ContainerStatuses {
+		allReady = allReady && cs.Ready
+	}
+	if s.Phase == v1.PodSucceeded || s.Phase == v1.PodFailed {
+		allReady = false
+	}
+	s.Conditions = conditions(old, now,
+		condition(v1.PodReadyToStartContainers, rtp.readySandbox() != nil, ""),
+		condition(v1.PodInitialized, initialized, "ContainersNotInitialized"),
+		condition(v1.ContainersReady, allReady, "ContainersNotReady"),
+		condition(v1.PodReady, allReady, "ContainersNotReady"),
+		condition(v1.PodScheduled, true, ""))
+	return s
+}
+
+func condition(t v1.PodConditionType, ok bool, reason string) v1.PodCondition {
+	c := v1.PodCondition{Type: t, Status: v1.ConditionTrue}
+	if !ok {
+		c.Status, c.Reason = v1.ConditionFalse, reason
+	}
+	return c
+}
+
+// conditions stamps transition times, keeping the old one where the status
+// did not change.
+func conditions(old *v1.PodStatus, now metav1.Time, cs ...v1.PodCondition) []v1.PodCondition {
+	for i := range cs {
+		cs[i].LastTransitionTime = now
+		for _, o := range old.Conditions {
+			if o.Type == cs[i].Type && o.Status == cs[i].Status {
+				cs[i].LastTransitionTime = o.LastTransitionTime
+			}
+		}
+	}
+	return cs
+}
+
+func (w *statusWriter) containerStatus(pod *v1.Pod, c *v1.Container, rtp *podRuntime, waitReason string) v1.ContainerStatus {
+	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image, State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: waitReason}}}
+	st := rtp.latest(c.Name)
+	if st == nil {
+		return cs
+	}
+	cs.ContainerID = w.runtimeName + "://" + st.Id
+	cs.ImageID = st.ImageRef
+	cs.RestartCount = int32(st.GetMetadata().GetAttempt())
+	if prev := rtp.previous(c.Name); prev != nil && prev.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+		cs.LastTerminationState = v1.ContainerState{Terminated: terminated(prev, w.runtimeName)}
+	}
+	switch st.State {
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		cs.State = v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(time.Unix(0, st.StartedAt))}}
+		started := true
+		cs.Started = &started
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		t := terminated(st, w.runtimeName)
+		cs.State = v1.ContainerState{Terminated: t}
+		if shouldRestart(pod, st) {
+			if ok, _ := w.backoff.ready(string(pod.UID) + "/" + c.Name); !ok {
+				cs.LastTerminationState = v1.ContainerState{Terminated: t}
+				cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
+					Message: fmt.Sprintf("back-off restarting failed container %s in pod %s", c.Name, klog.KObj(pod))}}
+			}
+		}
+	}
+	return cs
+}
+
+func terminated(st *runtimeapi.ContainerStatus, runtimeName string) *v1.ContainerStateTerminated {
+	reason := st.Reason
+	if reason == "" {
+		reason = "Completed"
+		if st.ExitCode != 0 {
+			reason = "Error"
+		}
+	}
+	return &v1.ContainerStateTerminated{ExitCode: st.ExitCode, Reason: reason, Message: st.Message,
+		StartedAt: metav1.NewTime(time.Unix(0, st.StartedAt)), FinishedAt: metav1.NewTime(time.Unix(0, st.FinishedAt)),
+		ContainerID: runtimeName + "://" + st.Id}
+}
+
+// podPhase follows the kubelet: Pending while initialising or a container
+// waits for its first start; Running while one runs (or restarts); then
+// Succeeded or Failed by the restart policy.
+func podPhase(pod *v1.Pod, s *v1.PodStatus, initialized bool) v1.PodPhase {
+	if !initialized {
+		for _, cs := range s.InitContainerStatuses {
+			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 && pod.Spec.RestartPolicy == v1.RestartPolicyNever {
+				return v1.PodFailed
+			}
+		}
+		return v1.PodPending
+	}
+	var waiting, running, stopped, succeeded int
+	for _, cs := range s.ContainerStatuses {
+		switch {
+		case cs.State.Running != nil:
+			running++
+		case cs.State.Terminated != nil:
+			stopped++
+			if cs.State.Terminated.ExitCode == 0 {
+				succeeded++
+			}
+		case cs.LastTerminationState.Terminated != nil:
+			stopped++
+		default:
+			waiting++
+		}
+	}
+	switch {
+	case waiting > 0:
+		return v1.PodPending
+	case running > 0:
+		return v1.PodRunning
+	case pod.Spec.RestartPolicy == v1.RestartPolicyAlways:
+		return v1.PodRunning
+	case stopped == succeeded:
+		return v1.PodSucceeded
+	case pod.Spec.RestartPolicy == v1.RestartPolicyNever:
+		return v1.PodFailed
+	}
+	return v1.PodRunning
+}
+
+// qosClass is BestEffort without any request or limit, Guaranteed when
+// every container has equal cpu and memory requests and limits, else
+// Burstable.
+func qosClass(pod *v1.Pod) v1.PodQOSClass {
+	best, guaranteed := true, true
+	for _, c := range pod.Spec.Containers {
+		if len(c.Resources.Requests) > 0 || len(c.Resources.Limits) > 0 {
+			best = false
+		}
+		for _, r := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+			l, ok := c.Resources.Limits[r]
+			q, hasReq := c.Resources.Requests[r]
+			if !ok || (hasReq && q.Cmp(l) != 0) {
+				guaranteed = false
+			}
+		}
+	}
+	switch {
+	case best:
+		return v1.PodQOSBestEffort
+	case guaranteed:
+		return v1.PodQOSGuaranteed
+	}
+	return v1.PodQOSBurstable
+}
+
+func isStatic(pod *v1.Pod) bool {
+	src, ok := pod.Annotations["kubernetes.io/config.source"]
+	return ok && src != "api"
+}

@@ -1,0 +1,332 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	criapi "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/nodekit/nodekit/podworkers"
+)
+
+// CrashLoopBackOff bounds of the kubelet.
+const (
+	backoffInitial = 10 * time.Second
+	backoffMax     = 5 * time.Minute
+	// backoffReset: a container that ran this long restarts without delay.
+	backoffReset = 10 * time.Minute
+)
+
+// crashBackoff tracks the restart delay of each container (pod UID +
+// container name).
+type crashBackoff struct {
+	mu      sync.Mutex
+	clock   clock.PassiveClock
+	entries map[string]backoffEntry
+}
+
+type backoffEntry struct {
+	delay time.Duration
+	until time.Time
+}
+
+// ready reports whether the container may restart now, and if not until
+// when it waits.
+func (b *crashBackoff) ready(key string) (bool, time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.entries[key]
+	return !ok || !b.clock.Now().Before(e.until), e.until
+}
+
+// restarted records a restart of a container that ran for ran.
+func (b *crashBackoff) restarted(key string, ran time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.entries[key]
+	switch {
+	case ran >= backoffReset || e.delay == 0:
+		e.delay = backoffInitial
+	default:
+		e.delay = min(2*e.delay, backoffMax)
+	}
+	e.until = b.clock.Now().Add(e.delay)
+	b.entries[key] = e
+}
+
+func (b *crashBackoff) forget(uid types.UID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for k := range b.entries {
+		if len(k) > len(uid) && k[:len(uid)] == string(uid) {
+			delete(b.entries, k)
+		}
+	}
+}
+
+// syncer is the agent's podworkers.Syncer over a CRI runtime.
+type syncer struct {
+	rt      criapi.RuntimeService
+	images  criapi.ImageManagerService
+	clock   clock.PassiveClock
+	backoff *crashBackoff
+	// livenessFailed reports a failed liveness or startup probe for a
+	// container ID (CRI ID).
+	livenessFailed func(containerID string) bool
+	// status builds and reports the pod status after each sync.
+	status *statusWriter
+	// recorder receives the kubelet's container events.
+	recorder record.EventRecorder
+	// beforeCreate, if set, runs before each container is created (the
+	// simulator mode scripts containers from pod annotations).
+	beforeCreate func(pod *v1.Pod, c *v1.Container)
+}
+
+var _ podworkers.Syncer = (*syncer)(nil)
+
+// errCrashLoopBackOff marks a sync that waits for a container's backoff.
+var errCrashLoopBackOff = errors.New("CrashLoopBackOff")
+
+func (s *syncer) event(pod *v1.Pod, typ, reason, format string, args ...any) {
+	if s.recorder != nil {
+		s.recorder.Eventf(pod, typ, reason, format, args...)
+	}
+}
+
+func (s *syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, mirror *v1.Pod) (bool, error) {
+	rtp, err := inspect(ctx, s.rt, pod.UID)
+	if err != nil {
+		return false, err
+	}
+	if rtp.readySandbox() == nil {
+		if done, terminal := podDone(pod, rtp); done {
+			s.status.write(ctx, pod, mirror, rtp, nil)
+			return terminal, nil
+		}
+		if err := s.createSandbox(ctx, pod, uint32(len(rtp.sandboxes))); err != nil {
+			return false, err
+		}
+		if rtp, err = inspect(ctx, s.rt, pod.UID); err != nil {
+			return false, err
+		}
+	}
+	syncErr := s.syncContainers(ctx, pod, rtp)
+	if rtp, err = inspect(ctx, s.rt, pod.UID); err != nil {
+		return false, err
+	}
+	s.status.write(ctx, pod, mirror, rtp, nil)
+	_, terminal := podDone(pod, rtp)
+	return terminal, syncErr
+}
+
+func (s *syncer) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) error {
+	id, err := s.rt.RunPodSandbox(ctx, sandboxConfig(pod, attempt), "")
+	if err != nil {
+		return fmt.Errorf("create pod sandbox: %w", err)
+	}
+	klog.FromContext(ctx).V(2).Info("Started pod sandbox", "pod", klog.KObj(pod), "sandbox", id)
+	return nil
+}
+
+// syncContainers runs init containers in order, then makes every regular
+// container run as the restart policy says.
+func (s *syncer) syncContainers(ctx context.Context, pod *v1.Pod, rtp *podRuntime) error {
+	sb := rtp.readySandbox()
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		st := rtp.latest(c.Name)
+		switch {
+		case st == nil:
+			return s.start(ctx, pod, sb, c, 0)
+		case st.State == runtimeapi.ContainerState_CONTAINER_RUNNING || st.State == runtimeapi.ContainerState_CONTAINER_CREATED:
+			return nil // wait for it
+		case st.ExitCode == 0:
+			continue
+		case pod.Spec.RestartPolicy == v1.RestartPolicyNever:
+			return nil // the pod failed
+		default:
+			return s.restart(ctx, pod, sb, c, st)
+		}
+	}
+	var errs []error
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		st := rtp.latest(c.Name)
+		switch {
+		case st == nil:
+			errs = append(errs, s.start(ctx, pod, sb, c, 0))
+		case st.State == runtimeapi.ContainerState_CONTAINER_RUNNING:
+			errs = append(errs, s.checkRunning(ctx, pod, sb, c, st))
+		case st.State == runtimeapi.ContainerState_CONTAINER_EXITED && shouldRestart(pod, st):
+			errs = append(errs, s.restart(ctx, pod, sb, c, st))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkRunning restarts a running container whose spec changed or whose
+// liveness (or startup) probe failed.
+func (s *syncer) checkRunning(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandbox, c *v1.Container, st *runtimeapi.ContainerStatus) error {
+	reason := ""
+	switch {
+	case st.Annotations[annotationHash] != containerHash(c):
+		reason = "its definition changed"
+	case s.livenessFailed != nil && s.livenessFailed(st.Id):
+		reason = "it failed its liveness probe"
+	default:
+		return nil
+	}
+	klog.FromContext(ctx).Info("Restarting container", "pod", klog.KObj(pod), "container", c.Name, "reason", reason)
+	s.event(pod, v1.EventTypeNormal, "Killing", "Container %s %s, will be restarted", c.Name, reason)
+	if err := s.rt.StopContainer(ctx, st.Id, gracePeriod(pod)); err != nil {
+		return fmt.Errorf("stop container %s: %w", c.Name, err)
+	}
+	return s.start(ctx, pod, sb, c, st.Metadata.Attempt+1)
+}
+
+// restart starts a new instance of an exited container unless it is in
+// CrashLoopBackOff.
+func (s *syncer) restart(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandbox, c *v1.Container, st *runtimeapi.ContainerStatus) error {
+	key := string(pod.UID) + "/" + c.Name
+	if ok, until := s.backoff.ready(key); !ok {
+		// An error makes the pod worker retry after its backoff (10s),
+		// as the kubelet's CrashLoopBackOff does.
+		s.event(pod, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", c.Name, klog.KObj(pod))
+		return fmt.Errorf("%w: back-off %s restarting failed container=%s pod=%s",
+			errCrashLoopBackOff, until.Sub(s.clock.Now()).Round(time.Second), c.Name, klog.KObj(pod))
+	}
+	ran := time.Duration(st.FinishedAt - st.StartedAt)
+	s.backoff.restarted(key, ran)
+	return s.start(ctx, pod, sb, c, st.Metadata.Attempt+1)
+}
+
+func (s *syncer) start(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandbox, c *v1.Container, attempt uint32) error {
+	if _, err := s.images.PullImage(ctx, &runtimeapi.ImageSpec{Image: c.Image}, nil, nil); err != nil {
+		return fmt.Errorf("pull image %s: %w", c.Image, err)
+	}
+	if s.beforeCreate != nil {
+		s.beforeCreate(pod, c)
+	}
+	id, err := s.rt.CreateContainer(ctx, sb.Id, containerConfig(pod, c, attempt), sandboxConfig(pod, sb.Metadata.Attempt))
+	if err != nil {
+		return fmt.Errorf("create container %s: %w", c.Name, err)
+	}
+	s.event(pod, v1.EventTypeNormal, "Created", "Created container: %s", c.Name)
+	if err := s.rt.StartContainer(ctx, id); err != nil {
+		s.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
+		return fmt.Errorf("start container %s: %w", c.Name, err)
+	}
+	s.event(pod, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	return nil
+}
+
+func shouldRestart(pod *v1.Pod, st *runtimeapi.ContainerStatus) bool {
+	switch pod.Spec.RestartPolicy {
+	case v1.RestartPolicyNever:
+		return false
+	case v1.RestartPolicyOnFailure:
+		return st.ExitCode != 0
+	}
+	return true
+}
+
+// podDone reports whether every regular container has exited for good
+// (done), and whether the pod is then terminal (Succeeded or Failed).
+func podDone(pod *v1.Pod, rtp *podRuntime) (done, terminal bool) {
+	if pod.Spec.RestartPolicy == v1.RestartPolicyAlways || len(rtp.sandboxes) == 0 {
+		return false, false
+	}
+	for i := range pod.Spec.InitContainers {
+		st := rtp.latest(pod.Spec.InitContainers[i].Name)
+		if st != nil && st.State == runtimeapi.ContainerState_CONTAINER_EXITED && st.ExitCode != 0 && pod.Spec.RestartPolicy == v1.RestartPolicyNever {
+			return true, true
+		}
+	}
+	for i := range pod.Spec.Containers {
+		st := rtp.latest(pod.Spec.Containers[i].Name)
+		if st == nil || st.State != runtimeapi.ContainerState_CONTAINER_EXITED || shouldRestart(pod, st) {
+			return false, false
+		}
+	}
+	return true, true
+}
+
+func gracePeriod(pod *v1.Pod) int64 {
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		return *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return v1.DefaultTerminationGracePeriodSeconds
+}
+
+func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, grace int64, statusFn podworkers.StatusFunc) error {
+	if err := s.stopAll(ctx, pod.UID, grace); err != nil {
+		return err
+	}
+	rtp, err := inspect(ctx, s.rt, pod.UID)
+	if err != nil {
+		return err
+	}
+	s.status.write(ctx, pod, nil, rtp, statusFn)
+	return nil
+}
+
+func (s *syncer) SyncTerminatingRuntimePod(ctx context.Context, pod *podworkers.RuntimePod) error {
+	return s.stopAll(ctx, pod.UID, 1)
+}
+
+// stopAll stops every container of the pod (in parallel, each with the
+// grace period) and then its sandboxes.
+func (s *syncer) stopAll(ctx context.Context, uid types.UID, grace int64) error {
+	rtp, err := inspect(ctx, s.rt, uid)
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(rtp.containers))
+	for i, c := range rtp.containers {
+		if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING && c.State != runtimeapi.ContainerState_CONTAINER_CREATED {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.rt.StopContainer(ctx, c.Id, grace)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("stop containers: %w", err)
+	}
+	for _, sb := range rtp.sandboxes {
+		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			if err := s.rt.StopPodSandbox(ctx, sb.Id); err != nil {
+				return fmt.Errorf("stop pod sandbox: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error {
+	rtp, err := inspect(ctx, s.rt, pod.UID)
+	if err != nil {
+		return err
+	}
+	s.status.write(ctx, pod, nil, rtp, nil)
+	for _, sb := range rtp.sandboxes {
+		if err := s.rt.RemovePodSandbox(ctx, sb.Id); err != nil {
+			return fmt.Errorf("remove pod sandbox: %w", err)
+		}
+	}
+	s.backoff.forget(pod.UID)
+	return s.status.finishDeletion(ctx, pod)
+}
