@@ -28,7 +28,9 @@ func benchSetters(b *testing.B, clk *clocktesting.FakeClock) []Setter {
 				HugePages: []cadvisorapi.HugePagesInfo{{PageSize: 2048}, {PageSize: 1 << 20}}}, nil
 		},
 		Capacity: func() v1.ResourceList { return v1.ResourceList{v1.ResourceEphemeralStorage: q("100Gi")} },
-		Reserved: func() v1.ResourceList { return v1.ResourceList{v1.ResourceCPU: q("100m"), v1.ResourceMemory: q("500Mi")} },
+		Reserved: func() v1.ResourceList {
+			return v1.ResourceList{v1.ResourceCPU: q("100m"), v1.ResourceMemory: q("500Mi")}
+		},
 	}))
 	bl.Add(VersionInfo(VersionConfig{Host: func() (string, string, error) { return "6.1.0", "Debian GNU/Linux 13", nil },
 		Runtime: func(context.Context) (string, string, error) { return "containerd", "2.2.9", nil }}))

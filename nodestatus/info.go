@@ -56,6 +56,7 @@ func VersionInfo(cfg VersionConfig) (Setter, error) {
 		}
 		node.Status.NodeInfo.ContainerRuntimeVersion = name + "://" + version
 		node.Status.NodeInfo.KubeletVersion = cfg.KubeletVersion
+		//lint:ignore SA1019 the deprecated field is cleared, as the kubelet does
 		node.Status.NodeInfo.KubeProxyVersion = ""
 		return nil
 	}, nil

@@ -179,6 +179,7 @@ func TestVersionAndMisc(t *testing.T) {
 	})
 	require.NoError(t, err)
 	node := &v1.Node{}
+	//lint:ignore SA1019 a stale value the setter must clear
 	node.Status.NodeInfo.KubeProxyVersion = "v1.20.0"
 	require.NoError(t, set(context.Background(), node))
 	require.Equal(t, v1.NodeSystemInfo{KernelVersion: "6.1.0", OSImage: "Debian GNU/Linux 13",

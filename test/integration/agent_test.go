@@ -169,7 +169,10 @@ func TestReferenceAgentEndToEnd(t *testing.T) {
 
 	hog := getPod(t, admin, "hog")
 	require.NotNil(t, hog)
-	eventually("hog running", func() bool { h := getPod(t, admin, "hog"); return len(h.Status.ContainerStatuses) > 0 && h.Status.ContainerStatuses[0].ContainerID != "" })
+	eventually("hog running", func() bool {
+		h := getPod(t, admin, "hog")
+		return len(h.Status.ContainerStatuses) > 0 && h.Status.ContainerStatuses[0].ContainerID != ""
+	})
 	hog = getPod(t, admin, "hog")
 	id := hog.Status.ContainerStatuses[0].ContainerID
 	require.NoError(t, sim.SetContainerStats(id[strings.Index(id, "://")+3:], crisim.ContainerUsage{MemoryWorkingSetBytes: 3900 << 20, MemoryUsageBytes: 3900 << 20}))

@@ -65,15 +65,6 @@ func (p *podRuntime) previous(name string) *runtimeapi.ContainerStatus {
 	return nil
 }
 
-func (p *podRuntime) anyRunning() bool {
-	for _, c := range p.containers {
-		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
-			return true
-		}
-	}
-	return false
-}
-
 // inspect reads a pod's runtime state through the CRI.
 func inspect(ctx context.Context, rt criapi.RuntimeService, uid types.UID) (*podRuntime, error) {
 	sbs, err := rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelPodUID: string(uid)}})
