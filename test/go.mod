@@ -51,16 +51,14 @@ require (
 	k8s.io/apimachinery v0.36.3
 	k8s.io/apiserver v0.36.3
 	k8s.io/client-go v0.36.3
+	k8s.io/cri-api v0.36.3
+	k8s.io/cri-client v0.36.3
 	k8s.io/klog/v2 v2.140.0
 	k8s.io/kubernetes v1.36.3
 	k8s.io/utils v0.0.0-20260210185600-b8788abfbbc2
 )
 
-require (
-	github.com/Microsoft/go-winio v0.6.2 // indirect
-	k8s.io/cri-api v0.36.3 // indirect
-	k8s.io/cri-client v0.36.3 // indirect
-)
+require github.com/Microsoft/go-winio v0.6.2 // indirect
 
 require (
 	cel.dev/expr v0.25.1 // indirect
