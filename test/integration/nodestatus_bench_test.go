@@ -34,7 +34,9 @@ func realisticSetters(b *testing.B, clk *clocktesting.FakeClock, pressure func()
 		Machine: func() (*cadvisorapi.MachineInfo, error) {
 			return &cadvisorapi.MachineInfo{NumCores: 8, MemoryCapacity: 32 << 30, MachineID: "m", SystemUUID: "s", BootID: "b"}, nil
 		},
-		Capacity: func() v1.ResourceList { return v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("100Gi")} },
+		Capacity: func() v1.ResourceList {
+			return v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("100Gi")}
+		},
 	}))
 	bl.Add(nodestatus.VersionInfo(nodestatus.VersionConfig{Host: func() (string, string, error) { return "6.1.0", "Debian GNU/Linux 13", nil },
 		Runtime: func(context.Context) (string, string, error) { return "containerd", "2.2.9", nil }}))
@@ -54,7 +56,9 @@ func realisticSetters(b *testing.B, clk *clocktesting.FakeClock, pressure func()
 }
 
 // reporter is one node-status implementation, stepped every 10s.
-type reporter interface{ tick(ctx context.Context) error }
+type reporter interface {
+	tick(ctx context.Context) error
+}
 
 // nodekitReporter is nodestatus.Controller.Sync.
 type nodekitReporter struct{ ctl *nodestatus.Controller }
