@@ -12,8 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodekit/nodekit/internal/clockctx"
 )
 
 // ErrRenewInProgress is returned by Renew when a renewal of the same name is
@@ -244,21 +245,7 @@ func (c *Controller) lookupOwner(ctx context.Context, name string, st *state) {
 // requestContext bounds one API request by RequestTimeout on the injected
 // clock.
 func (c *Controller) requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	rctx, cancel := context.WithCancel(ctx)
-	if af, ok := c.cfg.Clock.(clock.WithDelayedExecution); ok {
-		t := af.AfterFunc(c.cfg.RequestTimeout, cancel)
-		return rctx, func() { t.Stop(); cancel() }
-	}
-	t := c.cfg.Clock.NewTimer(c.cfg.RequestTimeout)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-t.C():
-			cancel()
-		case <-done:
-		}
-	}()
-	return rctx, func() { close(done); t.Stop(); cancel() }
+	return clockctx.WithTimeout(ctx, c.cfg.Clock, c.cfg.RequestTimeout)
 }
 
 // strip drops what the controller never sends back (managed fields), which

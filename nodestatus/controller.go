@@ -12,7 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
+
+	"github.com/nodekit/nodekit/internal/clockctx"
 )
 
 // ErrSetters is wrapped by the error Sync returns when the status was
@@ -191,19 +192,5 @@ func (c *Controller) Trigger() {
 // requestContext bounds one API request by RequestTimeout on the injected
 // clock.
 func (c *Controller) requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	rctx, cancel := context.WithCancel(ctx)
-	if af, ok := c.cfg.Clock.(clock.WithDelayedExecution); ok {
-		t := af.AfterFunc(c.cfg.RequestTimeout, cancel)
-		return rctx, func() { t.Stop(); cancel() }
-	}
-	t := c.cfg.Clock.NewTimer(c.cfg.RequestTimeout)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-t.C():
-			cancel()
-		case <-done:
-		}
-	}()
-	return rctx, func() { close(done); t.Stop(); cancel() }
+	return clockctx.WithTimeout(ctx, c.cfg.Clock, c.cfg.RequestTimeout)
 }

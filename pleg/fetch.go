@@ -9,6 +9,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodekit/nodekit/internal/clockctx"
 )
 
 // fetchJob is one status call: a sandbox or a container of a pod.
@@ -85,7 +87,7 @@ func (g *Generator) fetch(ctx context.Context, work []*podWork, done func(*podWo
 // next listing will not show it either.
 func (g *Generator) fetchOne(ctx context.Context, j fetchJob) fetchResult {
 	r := fetchResult{pw: j.pw}
-	cctx, cancel := withTimeout(ctx, g.clock, g.cfg.RuntimeRequestTimeout)
+	cctx, cancel := clockctx.WithTimeout(ctx, g.clock, g.cfg.RuntimeRequestTimeout)
 	defer cancel()
 	if j.sandbox {
 		resp, err := g.rt.PodSandboxStatus(cctx, j.id, false)

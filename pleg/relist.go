@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/nodekit/nodekit/internal/clockctx"
 )
 
 // RelistResult says what one relist did.
@@ -82,7 +84,7 @@ func (g *Generator) Relist(ctx context.Context) (RelistResult, error) {
 }
 
 func (g *Generator) listAll(ctx context.Context) ([]*runtimeapi.PodSandbox, []*runtimeapi.Container, error) {
-	cctx, cancel := withTimeout(ctx, g.clock, g.cfg.RuntimeRequestTimeout)
+	cctx, cancel := clockctx.WithTimeout(ctx, g.clock, g.cfg.RuntimeRequestTimeout)
 	defer cancel()
 	sandboxes, err := g.rt.ListPodSandbox(cctx, nil)
 	if err != nil {
@@ -135,7 +137,7 @@ func (g *Generator) RelistPod(ctx context.Context, uid types.UID) (RelistResult,
 
 // listPod lists the sandboxes labelled with uid and their containers.
 func (g *Generator) listPod(ctx context.Context, uid types.UID) ([]entry, error) {
-	cctx, cancel := withTimeout(ctx, g.clock, g.cfg.RuntimeRequestTimeout)
+	cctx, cancel := clockctx.WithTimeout(ctx, g.clock, g.cfg.RuntimeRequestTimeout)
 	defer cancel()
 	sandboxes, err := g.rt.ListPodSandbox(cctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{PodUIDLabel: string(uid)}})
 	if err != nil {

@@ -1,4 +1,6 @@
-package pleg
+// Package clockctx bounds contexts by durations measured on an injected
+// clock, so request timeouts expire when a fake clock is stepped.
+package clockctx
 
 import (
 	"context"
@@ -7,9 +9,10 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// withTimeout is context.WithTimeout on the injected clock: the returned
-// context ends d after the call on c, or when parent ends.
-func withTimeout(parent context.Context, c clock.WithTicker, d time.Duration) (context.Context, context.CancelFunc) {
+// WithTimeout is context.WithTimeout on c: the returned context ends d
+// after the call (with cause context.DeadlineExceeded), or when parent ends.
+// With a clock that has AfterFunc no goroutine is used.
+func WithTimeout(parent context.Context, c clock.WithTicker, d time.Duration) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
 	expire := func() { cancel(context.DeadlineExceeded) }
 	if dc, ok := c.(clock.WithDelayedExecution); ok {
