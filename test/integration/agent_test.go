@@ -26,7 +26,7 @@ import (
 
 // runAgent runs the reference agent for node against the harness, on sim,
 // until the returned stop func is called.
-func runAgent(t *testing.T, node string, sim *crisim.Sim, manifests string) (stop func()) {
+func runAgent(t testing.TB, node string, sim *crisim.Sim, manifests string) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	a, err := agent.New(ctx, agent.Options{NodeName: node, Kube: srv.NodeConfig(node), PodManifestPath: manifests,

@@ -109,7 +109,7 @@ func TestSyncLoopAPIServerSourceAsNode(t *testing.T) {
 // ensureDefaultServiceAccount creates the "default" ServiceAccount the
 // ServiceAccount admission plugin requires (there is no controller manager
 // in the harness to create it).
-func ensureDefaultServiceAccount(t *testing.T, cs kubernetes.Interface, ns string) {
+func ensureDefaultServiceAccount(t testing.TB, cs kubernetes.Interface, ns string) {
 	_, err := cs.CoreV1().ServiceAccounts(ns).Create(context.Background(),
 		&v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
