@@ -6,7 +6,7 @@ STAGE               := $(CURDIR)/hack/stage
 # Every Go file tracked or not yet tracked, minus vendored or generated trees.
 GOFILES              = $(shell find . -name '*.go' -not -path './bin/*' -not -path './.git/*')
 
-.PHONY: test demo bench pins layering fmt-check vet staticcheck unit integration clean
+.PHONY: test containerd-test demo bench pins layering fmt-check vet staticcheck unit integration clean
 
 ## test: everything CI runs — pins, gofmt, go vet, staticcheck, race tests of
 ## the library and of the nested test module (real kube-apiserver).
@@ -37,6 +37,16 @@ unit:
 
 integration:
 	@$(STAGE) "go test -race (test module: kube-apiserver, CRI)" sh -c 'cd test && $(GO) test -race -count=1 ./...'
+
+## containerd-test: the PLEG and reference-agent suites against a private
+## containerd (root; needs containerd, runc, containernetworking-plugins,
+## python3 and busybox-static installed — .ci/run installs them).
+containerd-test:
+	@$(STAGE) "containerd suite" bash -c 'dir=$$(mktemp -d /tmp/nodekit-containerd.XXXXXX); \
+	  ep=$$(hack/containerd-up.sh $$dir) || { cat $$dir/containerd.log; exit 1; }; \
+	  (cd test && NODEKIT_CONTAINERD_ENDPOINT=$$ep $(GO) test -race -count=1 -run Containerd -v ./integration/ > $$dir/test.log 2>&1); rc=$$?; \
+	  grep -E "^(=== RUN|--- |ok|FAIL|panic)|_test.go" $$dir/test.log; [ $$rc -eq 0 ] || tail -50 $$dir/test.log; \
+	  kill $$(cat $$dir/containerd.pid) 2>/dev/null; exit $$rc'
 
 ## demo: runs the reference agent (examples/kubelet) on its embedded
 ## defaults: an in-process kube-apiserver, the CRI simulator, a few pods,

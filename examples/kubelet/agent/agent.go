@@ -216,7 +216,7 @@ func (a *Agent) buildEviction() error {
 		return err
 	}
 	host, err := eviction.NewHostSummaryProvider(eviction.HostSummaryConfig{NodeName: a.opts.NodeName,
-		NodeFsPath: os.TempDir(), Runtime: a.rt, Clock: a.opts.Clock})
+		NodeFsPath: os.TempDir(), Runtime: podStatsOrNone{a.rt}, Clock: a.opts.Clock})
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 
@@ -127,10 +129,11 @@ func containerHash(c *v1.Container) string {
 
 func sandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
 	return &runtimeapi.PodSandboxConfig{
-		Metadata: &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt},
-		Hostname: pod.Name,
-		Labels:   map[string]string{labelPodName: pod.Name, labelPodNamespace: pod.Namespace, labelPodUID: string(pod.UID)},
-		Linux:    &runtimeapi.LinuxPodSandboxConfig{},
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt},
+		Hostname:     pod.Name,
+		LogDirectory: filepath.Join(os.TempDir(), "nodekit-pods", pod.Namespace+"_"+pod.Name+"_"+string(pod.UID)),
+		Labels:       map[string]string{labelPodName: pod.Name, labelPodNamespace: pod.Namespace, labelPodUID: string(pod.UID)},
+		Linux:        &runtimeapi.LinuxPodSandboxConfig{},
 	}
 }
 

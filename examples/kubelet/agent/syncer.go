@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -129,7 +130,11 @@ func (s *syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, mirr
 }
 
 func (s *syncer) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) error {
-	id, err := s.rt.RunPodSandbox(ctx, sandboxConfig(pod, attempt), "")
+	cfg := sandboxConfig(pod, attempt)
+	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
+		return fmt.Errorf("pod log directory: %w", err)
+	}
+	id, err := s.rt.RunPodSandbox(ctx, cfg, "")
 	if err != nil {
 		return fmt.Errorf("create pod sandbox: %w", err)
 	}
@@ -210,8 +215,8 @@ func (s *syncer) restart(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSan
 }
 
 func (s *syncer) start(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandbox, c *v1.Container, attempt uint32) error {
-	if _, err := s.images.PullImage(ctx, &runtimeapi.ImageSpec{Image: c.Image}, nil, nil); err != nil {
-		return fmt.Errorf("pull image %s: %w", c.Image, err)
+	if err := s.ensureImage(ctx, pod, c); err != nil {
+		return err
 	}
 	if s.beforeCreate != nil {
 		s.beforeCreate(pod, c)
@@ -226,6 +231,28 @@ func (s *syncer) start(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandb
 		return fmt.Errorf("start container %s: %w", c.Name, err)
 	}
 	s.event(pod, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	return nil
+}
+
+// ensureImage pulls the container's image unless it is present and the
+// pull policy allows using it.
+func (s *syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container) error {
+	spec := &runtimeapi.ImageSpec{Image: c.Image}
+	if c.ImagePullPolicy != v1.PullAlways {
+		st, err := s.images.ImageStatus(ctx, spec, false)
+		if err == nil && st.GetImage() != nil {
+			return nil
+		}
+	}
+	if c.ImagePullPolicy == v1.PullNever {
+		s.event(pod, v1.EventTypeWarning, "ErrImageNeverPull", "Container image %q is not present with pull policy of Never", c.Image)
+		return fmt.Errorf("image %s is not present and the pull policy is Never", c.Image)
+	}
+	s.event(pod, v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
+	if _, err := s.images.PullImage(ctx, spec, nil, nil); err != nil {
+		s.event(pod, v1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", c.Image, err)
+		return fmt.Errorf("pull image %s: %w", c.Image, err)
+	}
 	return nil
 }
 
