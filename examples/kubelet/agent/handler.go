@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"slices"
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
@@ -25,6 +26,7 @@ func isMirror(p *v1.Pod) bool {
 
 // HandlePodAdditions admits new pods and starts their workers, oldest first.
 func (a *Agent) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
+	pods = slices.Clone(pods) // the loop's slice is not ours to reorder
 	sort.Slice(pods, func(i, j int) bool { return pods[i].CreationTimestamp.Before(&pods[j].CreationTimestamp) })
 	for _, pod := range pods {
 		if isMirror(pod) {
