@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodekit/nodekit/podworkers"
+	"github.com/nodekit/nodekit/syncloop"
 )
 
 // statusWriter builds v1.PodStatus from the runtime and reports it to the
@@ -336,6 +337,6 @@ func qosClass(pod *v1.Pod) v1.PodQOSClass {
 }
 
 func isStatic(pod *v1.Pod) bool {
-	src, ok := pod.Annotations["kubernetes.io/config.source"]
-	return ok && src != "api"
+	src, ok := pod.Annotations[syncloop.ConfigSourceAnnotationKey]
+	return ok && src != syncloop.APIServerSourceName
 }

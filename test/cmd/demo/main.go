@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -28,6 +27,7 @@ import (
 
 	"github.com/nodekit/nodekit/examples/kubelet/agent"
 	"github.com/nodekit/nodekit/internal/crisim"
+	"github.com/nodekit/nodekit/syncloop"
 	"github.com/nodekit/nodekit/test/apiserver"
 )
 
@@ -253,7 +253,7 @@ func printPods(ctx context.Context, admin kubernetes.Interface) {
 			state = p.Status.Reason
 		}
 		name := p.Name
-		if _, ok := p.Annotations["kubernetes.io/config.mirror"]; ok {
+		if _, ok := p.Annotations[syncloop.ConfigMirrorAnnotationKey]; ok {
 			name += " (mirror)"
 		}
 		fmt.Printf("%-22s %-10s %d/%-4d %-9d %-11s %s\n", name, p.Status.Phase, ready, total, restarts, p.Status.PodIP, state)
@@ -281,5 +281,3 @@ func trim(s string, n int) string {
 	}
 	return s
 }
-
-var _ = errors.New
