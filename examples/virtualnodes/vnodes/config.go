@@ -1,0 +1,166 @@
+package vnodes
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+)
+
+// ErrInvalidConfig is wrapped by every configuration error of this package.
+var ErrInvalidConfig = errors.New("vnodes: invalid config")
+
+// Defaults.
+const (
+	// DefaultCPU, DefaultMemory and DefaultPods are each node's capacity.
+	DefaultCPU    = 32
+	DefaultMemory = "256Gi"
+	DefaultPods   = 110
+	// DefaultEphemeralStorage is each node's ephemeral-storage capacity.
+	DefaultEphemeralStorage = "1Ti"
+	// DefaultStatusWorkers bounds the node status syncs in flight.
+	DefaultStatusWorkers = 8
+	// DefaultMaxConcurrentSyncs bounds the pod worker goroutines.
+	DefaultMaxConcurrentSyncs = 256
+	// DefaultLeaseSpread staggers the first lease renewals of the nodes
+	// over the renew interval.
+	DefaultLeaseSpread = 10 * time.Second
+	// DefaultNodeLabel is set to "true" on every virtual node.
+	DefaultNodeLabel = "virtualnodes.nodekit.io/virtual"
+)
+
+// Config configures an Agent. Zero fields take the documented defaults.
+type Config struct {
+	// Client lists and watches pods, patches pod status, deletes finished
+	// pods and registers the Nodes. Required. One client serves every
+	// node: a cluster that authorizes nodes by identity (Node authorizer,
+	// NodeRestriction) would need one credential per node instead; give
+	// this client a role that may do all of the above for any node.
+	Client kubernetes.Interface
+	// HeartbeatClient renews the leases and patches node status, so a busy
+	// pod client never delays heartbeats; build it with
+	// lease.HeartbeatRESTConfig. Default Client.
+	HeartbeatClient kubernetes.Interface
+	// Nodes are the names of the virtual nodes. Required, unique.
+	Nodes []string
+	// NodeIP returns the InternalIP of the i-th node; default 172.16.0.0/12
+	// in order (the pods' hostIP).
+	NodeIP func(i int) string
+
+	// CPU (cores), Memory and Pods are each node's capacity (and
+	// allocatable); defaults DefaultCPU, DefaultMemory, DefaultPods.
+	CPU    int
+	Memory resource.Quantity
+	Pods   int
+	// Labels are added to each Node at registration (DefaultNodeLabel is
+	// always set); Taints are set at registration.
+	Labels map[string]string
+	Taints []v1.Taint
+
+	// Provider runs the pods; default a Simulated provider with no delays
+	// on Clock.
+	Provider Provider
+
+	// StatusWorkers bounds the node status syncs in flight; default 8.
+	StatusWorkers int
+	// StatusUpdateFrequency is how often each node's status is computed
+	// (it is patched only on change or every 5 minutes); default 10s.
+	StatusUpdateFrequency time.Duration
+	// LeaseDuration is each lease's duration; they are renewed every
+	// quarter of it. Default 40s, like the kubelet.
+	LeaseDuration time.Duration
+	// LeaseSpread staggers the first renewals; default 10s (at most a
+	// renew interval).
+	LeaseSpread time.Duration
+	// LeaseWorkers bounds the lease renewals in flight; default 8.
+	LeaseWorkers int
+	// MaxConcurrentSyncs bounds the pod worker goroutines (a pod waiting
+	// out its grace period holds one); default 256.
+	MaxConcurrentSyncs int
+	// PodResyncInterval is podworkers' resync period; default 1m.
+	PodResyncInterval time.Duration
+
+	// Clock drives every timer; default the real clock.
+	Clock clock.WithTicker
+	// Registerer receives the lease and pod worker metrics; nil: none.
+	Registerer prometheus.Registerer
+}
+
+func (c *Config) setDefaults() error {
+	if c.Client == nil {
+		return fmt.Errorf("%w: Client is required", ErrInvalidConfig)
+	}
+	if len(c.Nodes) == 0 {
+		return fmt.Errorf("%w: no Nodes", ErrInvalidConfig)
+	}
+	seen := make(map[string]struct{}, len(c.Nodes))
+	for _, n := range c.Nodes {
+		if n == "" {
+			return fmt.Errorf("%w: empty node name", ErrInvalidConfig)
+		}
+		if _, dup := seen[n]; dup {
+			return fmt.Errorf("%w: node %q twice", ErrInvalidConfig, n)
+		}
+		seen[n] = struct{}{}
+	}
+	if c.CPU < 0 || c.Pods < 0 || c.Memory.Sign() < 0 || c.StatusWorkers < 0 || c.MaxConcurrentSyncs < 0 ||
+		c.LeaseWorkers < 0 || c.StatusUpdateFrequency < 0 || c.LeaseSpread < 0 || c.LeaseDuration < 0 || c.PodResyncInterval < 0 {
+		return fmt.Errorf("%w: negative value", ErrInvalidConfig)
+	}
+	if c.HeartbeatClient == nil {
+		c.HeartbeatClient = c.Client
+	}
+	if c.NodeIP == nil {
+		c.NodeIP = defaultNodeIP
+	}
+	if c.CPU == 0 {
+		c.CPU = DefaultCPU
+	}
+	if c.Memory.IsZero() {
+		c.Memory = resource.MustParse(DefaultMemory)
+	}
+	if c.Pods == 0 {
+		c.Pods = DefaultPods
+	}
+	if c.StatusWorkers == 0 {
+		c.StatusWorkers = DefaultStatusWorkers
+	}
+	if c.StatusUpdateFrequency == 0 {
+		c.StatusUpdateFrequency = 10 * time.Second
+	}
+	if c.LeaseSpread == 0 {
+		c.LeaseSpread = DefaultLeaseSpread
+		if c.LeaseDuration > 0 && c.LeaseDuration/4 < c.LeaseSpread {
+			c.LeaseSpread = c.LeaseDuration / 4
+		}
+	}
+	if c.MaxConcurrentSyncs == 0 {
+		c.MaxConcurrentSyncs = DefaultMaxConcurrentSyncs
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.Provider == nil {
+		clk, ok := c.Clock.(clock.WithDelayedExecution)
+		if !ok {
+			return fmt.Errorf("%w: the default provider needs a Clock with AfterFunc", ErrInvalidConfig)
+		}
+		sim, err := NewSimulated(SimulatedConfig{Clock: clk})
+		if err != nil {
+			return err
+		}
+		c.Provider = sim
+	}
+	return nil
+}
+
+// defaultNodeIP numbers the nodes from 172.16.0.1.
+func defaultNodeIP(i int) string {
+	n := uint32(172<<24|16<<16) + uint32(i%(1<<20-2)) + 1
+	return fmt.Sprintf("%d.%d.%d.%d", n>>24, n>>16&0xff, n>>8&0xff, n&0xff)
+}

@@ -1,0 +1,84 @@
+package vnodes
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	cadvisorapi "github.com/google/cadvisor/info/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/nodekit/nodekit/nodestatus"
+)
+
+// node is one virtual node's status controller and its schedule.
+type node struct {
+	name string
+	ctl  *nodestatus.Controller
+	// Guarded by the status loop: due is the next sync, busy while a worker
+	// has it, uidSet once the lease controller knows the Node's UID.
+	due    time.Time
+	busy   bool
+	uidSet bool
+}
+
+// newNode builds the nodestatus controller of the i-th node: fixed
+// capacity, Go runtime, no pressure, Ready from the provider's health.
+func newNode(cfg *Config, i int, name string) (*node, error) {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(name))
+	id := fmt.Sprintf("%016x", h.Sum64())
+	machine := &cadvisorapi.MachineInfo{NumCores: cfg.CPU, MemoryCapacity: uint64(cfg.Memory.Value()),
+		MachineID: id, SystemUUID: id, BootID: "virtual"}
+	storage := v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse(DefaultEphemeralStorage)}
+	never := func() bool { return false }
+	ip := cfg.NodeIP(i)
+	var b nodestatus.Builder
+	b.Add(nodestatus.MachineInfo(nodestatus.MachineConfig{
+		Machine:  func() (*cadvisorapi.MachineInfo, error) { return machine, nil },
+		MaxPods:  cfg.Pods,
+		Capacity: func() v1.ResourceList { return storage },
+	}))
+	b.Add(nodestatus.GoRuntime(), nil)
+	b.Add(func(_ context.Context, n *v1.Node) error {
+		n.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}, {Type: v1.NodeHostName, Address: name}}
+		n.Status.NodeInfo.KubeletVersion = nodestatus.DefaultKubeletVersion
+		n.Status.NodeInfo.ContainerRuntimeVersion = "virtual://nodekit"
+		return nil
+	}, nil)
+	b.Add(nodestatus.MemoryPressureCondition(cfg.Clock, never, nil))
+	b.Add(nodestatus.DiskPressureCondition(cfg.Clock, never, nil))
+	b.Add(nodestatus.PIDPressureCondition(cfg.Clock, never, nil))
+	b.Add(nodestatus.ReadyCondition(nodestatus.ReadyConfig{Clock: cfg.Clock, RuntimeErrors: cfg.Provider.Healthy}))
+	setters, err := b.Setters()
+	if err != nil {
+		return nil, fmt.Errorf("vnodes: node %s: %w", name, err)
+	}
+	labels := map[string]string{DefaultNodeLabel: "true"}
+	for k, v := range cfg.Labels {
+		labels[k] = v
+	}
+	ctl, err := nodestatus.New(nodestatus.Config{Client: cfg.Client.CoreV1(), HeartbeatClient: cfg.HeartbeatClient.CoreV1(),
+		NodeName: name, Labels: labels, Taints: cfg.Taints, Setters: setters, DisableAttachDetachAnnotation: true,
+		UpdateFrequency: cfg.StatusUpdateFrequency, Clock: cfg.Clock})
+	if err != nil {
+		return nil, fmt.Errorf("vnodes: node %s: %w", name, err)
+	}
+	return &node{name: name, ctl: ctl}, nil
+}
+
+// reportedReady reports whether the Node as last written says Ready=True.
+func (n *node) reportedReady() bool {
+	nd := n.ctl.Node()
+	if nd == nil {
+		return false
+	}
+	for _, c := range nd.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}

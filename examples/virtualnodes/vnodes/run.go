@@ -1,0 +1,202 @@
+package vnodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/nodekit/nodekit/nodestatus"
+	"github.com/nodekit/nodekit/podworkers"
+)
+
+// ErrAlreadyRunning is returned by a second Run.
+var ErrAlreadyRunning = errors.New("vnodes: already running")
+
+// Loop periods, as the kubelet's sync loop: due pods every second,
+// housekeeping every two.
+const (
+	tickPeriod         = time.Second
+	housekeepingTicks  = 2
+	nodeRetryDelay     = time.Second
+	notReadySyncPeriod = time.Second
+)
+
+// Run registers the nodes, keeps their leases and status, and runs their
+// pods until ctx is done. It returns nil after a clean stop, with every
+// goroutine it started ended. It may be called once.
+func (a *Agent) Run(ctx context.Context) error {
+	if !a.running.CompareAndSwap(false, true) {
+		return ErrAlreadyRunning
+	}
+	logger := klog.FromContext(ctx)
+	if n, ok := a.cfg.Provider.(PodNotifier); ok {
+		n.NotifyPods(func(uid types.UID) { a.sync(ctx, uid) })
+	}
+	if _, err := a.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { a.onPod(ctx, obj, podworkers.UpdateCreate) },
+		UpdateFunc: func(_, obj any) { a.onPod(ctx, obj, podworkers.UpdateUpdate) },
+		DeleteFunc: func(obj any) { a.onPodDeleted(ctx, obj) },
+	}); err != nil {
+		return fmt.Errorf("vnodes: pod informer: %w", err)
+	}
+	logger.Info("Starting virtual nodes", "nodes", len(a.nodes))
+	work := make(chan *node, len(a.nodes))
+	done := make(chan *node, len(a.nodes))
+	fns := []func(context.Context){
+		func(ctx context.Context) { a.pods.RunWithContext(ctx) },
+		func(ctx context.Context) { _ = a.leases.Run(ctx) },
+		func(ctx context.Context) { _ = a.workers.Run(ctx) },
+		func(ctx context.Context) { a.loop(ctx, work, done) },
+	}
+	for range a.cfg.StatusWorkers {
+		fns = append(fns, func(ctx context.Context) { a.statusWorker(ctx, work, done) })
+	}
+	runAll(ctx, fns...)
+	logger.Info("Stopped virtual nodes")
+	return nil
+}
+
+// onPod delivers an added or updated pod of a managed node to the workers.
+func (a *Agent) onPod(ctx context.Context, obj any, t podworkers.UpdateType) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok || !a.isManaged(pod) {
+		return
+	}
+	if err := a.workers.UpdatePod(ctx, podworkers.Update{Type: t, Pod: pod, StartTime: a.cfg.Clock.Now()}); err != nil {
+		klog.FromContext(ctx).Error(err, "Pod update rejected", "pod", klog.KObj(pod))
+	}
+}
+
+// onPodDeleted kills a pod removed from the API (usually after the agent's
+// own final delete, when the pod is already finished and this is a no-op).
+func (a *Agent) onPodDeleted(ctx context.Context, obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	pod, ok := obj.(*v1.Pod)
+	if !ok || !a.isManaged(pod) {
+		return
+	}
+	a.syncer.forget(pod.UID)
+	if err := a.workers.UpdatePod(ctx, podworkers.Update{Type: podworkers.UpdateKill, Pod: pod}); err != nil {
+		klog.FromContext(ctx).Error(err, "Pod kill rejected", "pod", klog.KObj(pod))
+	}
+}
+
+func (a *Agent) isManaged(pod *v1.Pod) bool {
+	_, ok := a.managed[pod.Spec.NodeName]
+	return ok
+}
+
+// sync asks for a sync of uid with its latest pod, or a resync of the last
+// known one if the pod left the informer.
+func (a *Agent) sync(ctx context.Context, uid types.UID) {
+	if pod := podByUID(a.pods.GetIndexer(), uid); pod != nil && a.isManaged(pod) {
+		_ = a.workers.UpdatePod(ctx, podworkers.Update{Type: podworkers.UpdateSync, Pod: pod})
+		return
+	}
+	_ = a.workers.Resync(uid) // unknown to the workers: nothing to do
+}
+
+// loop ticks every second: due pods, housekeeping, and node status syncs
+// handed to the status workers.
+func (a *Agent) loop(ctx context.Context, work chan<- *node, done <-chan *node) {
+	t := a.cfg.Clock.NewTicker(tickPeriod)
+	defer t.Stop()
+	for tick := 0; ; tick++ {
+		now := a.cfg.Clock.Now()
+		for _, n := range a.nodes {
+			if !n.busy && !now.Before(n.due) {
+				n.busy = true
+				work <- n // buffered for every node: never blocks
+			}
+		}
+		if a.pods.HasSynced() {
+			for _, uid := range a.workers.DuePods() {
+				a.sync(ctx, uid)
+			}
+			if tick%housekeepingTicks == 0 {
+				a.housekeeping(ctx)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case n := <-done:
+			n.busy = false
+		case <-t.C():
+		}
+		for drained := false; !drained; {
+			select {
+			case n := <-done:
+				n.busy = false
+			default:
+				drained = true
+			}
+		}
+	}
+}
+
+// housekeeping reconciles the workers with the managed pods in the
+// informer: pods gone are forgotten (or terminated), pods missing are
+// (re)started.
+func (a *Agent) housekeeping(ctx context.Context) {
+	idx := a.pods.GetIndexer()
+	byUIDs := make(map[types.UID]*v1.Pod)
+	for _, n := range a.nodes {
+		objs, _ := idx.ByIndex(byNode, n.name)
+		for _, o := range objs {
+			if p, ok := o.(*v1.Pod); ok {
+				byUIDs[p.UID] = p
+			}
+		}
+	}
+	desired := make([]types.UID, 0, len(byUIDs))
+	for uid := range byUIDs {
+		desired = append(desired, uid)
+	}
+	known := a.workers.SyncKnownPods(ctx, desired)
+	for uid, p := range byUIDs {
+		if _, ok := known[uid]; !ok {
+			_ = a.workers.UpdatePod(ctx, podworkers.Update{Type: podworkers.UpdateCreate, Pod: p})
+		}
+	}
+}
+
+// statusWorker syncs node status and schedules the node's next sync:
+// every second until it is reported Ready (the kubelet's fast start-up
+// path), then every StatusUpdateFrequency.
+func (a *Agent) statusWorker(ctx context.Context, work <-chan *node, done chan<- *node) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case n := <-work:
+			_, err := n.ctl.Sync(ctx)
+			next := a.cfg.StatusUpdateFrequency
+			switch {
+			case err != nil && !errors.Is(err, nodestatus.ErrSetters):
+				if ctx.Err() == nil {
+					klog.FromContext(ctx).Error(err, "Node status sync failed", "node", n.name)
+				}
+				next = nodeRetryDelay
+			case !n.reportedReady():
+				next = notReadySyncPeriod
+			}
+			if !n.uidSet {
+				if nd := n.ctl.Node(); nd != nil && nd.UID != "" {
+					a.leases.SetNodeUID(n.name, nd.UID)
+					n.uidSet = true
+				}
+			}
+			n.due = a.cfg.Clock.Now().Add(next)
+			done <- n // buffered for every node: never blocks
+		}
+	}
+}

@@ -1,0 +1,139 @@
+package vnodes
+
+import (
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Container state reasons the simulator reports, as the kubelet does.
+const (
+	reasonCreating      = "ContainerCreating"
+	reasonPodInit       = "PodInitializing"
+	reasonCompleted     = "Completed"
+	reasonError         = "Error"
+	reasonNotReady      = "ContainersNotReady"
+	reasonNotInit       = "ContainersNotInitialized"
+	reasonPodCompleted  = "PodCompleted"
+	exitCodeKilled      = 137
+	containerIDPrefix   = "virtual://"
+	simulatedImageIDTag = "virtual://"
+)
+
+// simStatus is the pure status computation of a simulated pod at now.
+func simStatus(pod *v1.Pod, p *simPod, now time.Time) *v1.PodStatus {
+	sec := func(t time.Time) metav1.Time { return metav1.NewTime(t.Truncate(time.Second)) }
+	created := sec(p.created)
+	st := &v1.PodStatus{
+		Phase:     v1.PodPending,
+		StartTime: &created,
+		PodIP:     p.ip,
+		PodIPs:    []v1.PodIP{{IP: p.ip}},
+	}
+	// Where the pod is: pending, running, or ended (exited on its own or
+	// stopped) at end with code.
+	running := !now.Before(p.readyAt)
+	var end time.Time
+	var code int32
+	switch {
+	case !p.stopped.IsZero():
+		end = p.stopped
+		switch {
+		case !p.exitAt.IsZero() && !p.stopped.After(p.exitAt):
+			code = p.exitCode
+		case p.killed || p.stopped.Before(p.readyAt):
+			code = exitCodeKilled
+		}
+	case !p.exitAt.IsZero() && !now.Before(p.exitAt):
+		end, code = p.exitAt, p.exitCode
+	}
+	ended := !end.IsZero()
+	if ended && end.Before(p.readyAt) {
+		running = false // stopped before it ever ran
+	}
+	switch {
+	case ended && code == 0:
+		st.Phase = v1.PodSucceeded
+	case ended:
+		st.Phase = v1.PodFailed
+	case running:
+		st.Phase = v1.PodRunning
+	}
+
+	initDone := running || len(pod.Spec.InitContainers) == 0
+	for _, c := range pod.Spec.InitContainers {
+		cs := v1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: simulatedImageIDTag + c.Image}
+		if running {
+			cs.ContainerID = containerIDPrefix + string(pod.UID) + "/" + c.Name
+			cs.State.Terminated = &v1.ContainerStateTerminated{Reason: reasonCompleted, StartedAt: created,
+				FinishedAt: sec(p.readyAt), ContainerID: cs.ContainerID}
+		} else {
+			cs.State.Waiting = &v1.ContainerStateWaiting{Reason: reasonPodInit}
+		}
+		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
+	}
+	for _, c := range pod.Spec.Containers {
+		cs := v1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: simulatedImageIDTag + c.Image}
+		started := false
+		switch {
+		case ended && running:
+			cs.ContainerID = containerIDPrefix + string(pod.UID) + "/" + c.Name
+			reason := reasonCompleted
+			if code != 0 {
+				reason = reasonError
+			}
+			cs.State.Terminated = &v1.ContainerStateTerminated{ExitCode: code, Reason: reason,
+				StartedAt: sec(p.readyAt), FinishedAt: sec(end), ContainerID: cs.ContainerID}
+		case ended: // stopped before it ever ran
+			cs.State.Terminated = &v1.ContainerStateTerminated{ExitCode: code, Reason: reasonError,
+				StartedAt: created, FinishedAt: sec(end)}
+		case running:
+			cs.ContainerID = containerIDPrefix + string(pod.UID) + "/" + c.Name
+			cs.State.Running = &v1.ContainerStateRunning{StartedAt: sec(p.readyAt)}
+			cs.Ready, started = true, true
+		default:
+			reason := reasonCreating
+			if !initDone {
+				reason = reasonPodInit
+			}
+			cs.State.Waiting = &v1.ContainerStateWaiting{Reason: reason}
+		}
+		cs.Started = &started
+		st.ContainerStatuses = append(st.ContainerStatuses, cs)
+	}
+	initAt := created
+	if len(pod.Spec.InitContainers) > 0 && running {
+		initAt = sec(p.readyAt)
+	}
+	st.Conditions = simConditions(initDone, running, ended, created, initAt, sec(p.readyAt), sec(end))
+	return st
+}
+
+func simConditions(initDone, running, ended bool, created, initAt, readyAt, end metav1.Time) []v1.PodCondition {
+	cond := func(t v1.PodConditionType, ok bool, at metav1.Time, reason string) v1.PodCondition {
+		c := v1.PodCondition{Type: t, Status: v1.ConditionFalse, LastTransitionTime: at, Reason: reason}
+		if ok {
+			c.Status, c.Reason = v1.ConditionTrue, ""
+		}
+		return c
+	}
+	sandbox := cond(v1.PodReadyToStartContainers, !ended, created, "")
+	initialized := cond(v1.PodInitialized, initDone, initAt, reasonNotInit)
+	readyReason, readyAtTime := reasonNotReady, created
+	switch {
+	case ended:
+		readyReason, readyAtTime = reasonPodCompleted, end
+		sandbox.LastTransitionTime = end
+	case running:
+		readyAtTime = readyAt
+	}
+	ready := running && !ended
+	return []v1.PodCondition{
+		sandbox,
+		initialized,
+		cond(v1.ContainersReady, ready, readyAtTime, readyReason),
+		cond(v1.PodReady, ready, readyAtTime, readyReason),
+		cond(v1.PodScheduled, true, created, ""),
+	}
+}

@@ -1,0 +1,273 @@
+package vnodes
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// Annotations read by the simulated provider.
+const (
+	// AnnotationExitAfter makes every container of the pod exit this long
+	// (a Go duration, e.g. "30s") after it started running. Pods with
+	// restartPolicy Never, or OnFailure and exit code 0, then complete;
+	// others ignore it (the simulator does not model restarts).
+	AnnotationExitAfter = "virtualnodes.nodekit.io/exit-after"
+	// AnnotationExitCode is the exit code of those containers; default 0.
+	AnnotationExitCode = "virtualnodes.nodekit.io/exit-code"
+	// AnnotationStopAfter is how long the containers take to stop after
+	// SIGTERM (a Go duration); default SimulatedConfig.StopDelay. A stop
+	// that needs longer than the grace period is cut short at its end and
+	// the containers report exit code 137.
+	AnnotationStopAfter = "virtualnodes.nodekit.io/stop-after"
+)
+
+// SimulatedConfig configures the simulated provider.
+type SimulatedConfig struct {
+	// ReadyDelay is how long after creation a pod's containers run and are
+	// ready; zero makes them ready at once.
+	ReadyDelay time.Duration
+	// StopDelay is how long containers take to stop after SIGTERM, unless
+	// AnnotationStopAfter says otherwise; zero stops them at once.
+	StopDelay time.Duration
+	// PodCIDR is the range pod IPs are handed out from, in order; default
+	// 10.64.0.0/10.
+	PodCIDR netip.Prefix
+	// Clock drives the delays; default the real clock.
+	Clock clock.WithDelayedExecution
+}
+
+// Simulated is a Provider whose pods exist only in memory: containers
+// become ready after ReadyDelay, exit per AnnotationExitAfter and stop per
+// AnnotationStopAfter within the grace period. It is safe for concurrent use.
+type Simulated struct {
+	cfg SimulatedConfig
+
+	mu      sync.Mutex
+	pods    map[types.UID]*simPod
+	notify  func(types.UID)
+	healthy error
+	nextIP  uint32
+	closed  bool
+}
+
+type simPod struct {
+	created  time.Time
+	readyAt  time.Time
+	exitAt   time.Time // zero: never exits
+	exitCode int32
+	stopped  time.Time // zero: not stopped
+	killed   bool      // stopped at the end of the grace period
+	ip       string
+	timers   []clock.Timer
+}
+
+var (
+	_ Provider    = (*Simulated)(nil)
+	_ PodNotifier = (*Simulated)(nil)
+)
+
+// NewSimulated returns a simulated provider.
+func NewSimulated(cfg SimulatedConfig) (*Simulated, error) {
+	if cfg.ReadyDelay < 0 || cfg.StopDelay < 0 {
+		return nil, fmt.Errorf("%w: negative ReadyDelay or StopDelay", ErrInvalidConfig)
+	}
+	if !cfg.PodCIDR.IsValid() {
+		cfg.PodCIDR = netip.MustParsePrefix("10.64.0.0/10")
+	}
+	if !cfg.PodCIDR.Addr().Is4() {
+		return nil, fmt.Errorf("%w: PodCIDR %s is not IPv4", ErrInvalidConfig, cfg.PodCIDR)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	return &Simulated{cfg: cfg, pods: make(map[types.UID]*simPod)}, nil
+}
+
+// NotifyPods implements PodNotifier.
+func (s *Simulated) NotifyPods(notify func(types.UID)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.notify = notify
+}
+
+// SetHealthy sets what Healthy returns: nil for healthy.
+func (s *Simulated) SetHealthy(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.healthy = err
+}
+
+// Healthy implements Provider.
+func (s *Simulated) Healthy() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.healthy
+}
+
+// Len returns how many pods the simulator remembers.
+func (s *Simulated) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pods)
+}
+
+// Close stops the simulator's pending timers; later notifications are
+// dropped. Call it after the agent's Run returned.
+func (s *Simulated) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for _, p := range s.pods {
+		p.stopTimers()
+	}
+}
+
+func (p *simPod) stopTimers() {
+	for _, t := range p.timers {
+		t.Stop()
+	}
+	p.timers = nil
+}
+
+// CreatePod implements Provider.
+func (s *Simulated) CreatePod(_ context.Context, pod *v1.Pod) error {
+	exitAfter, exitCode, err := exitSpec(pod)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.pods[pod.UID]; ok {
+		return nil
+	}
+	now := s.cfg.Clock.Now()
+	p := &simPod{created: now, readyAt: now.Add(s.cfg.ReadyDelay), exitCode: exitCode, ip: s.allocIP()}
+	if s.cfg.ReadyDelay > 0 {
+		p.timers = append(p.timers, s.after(s.cfg.ReadyDelay, pod.UID))
+	}
+	if exitAfter > 0 && exits(pod.Spec.RestartPolicy, exitCode) {
+		p.exitAt = p.readyAt.Add(exitAfter)
+		p.timers = append(p.timers, s.after(s.cfg.ReadyDelay+exitAfter, pod.UID))
+	}
+	s.pods[pod.UID] = p
+	return nil
+}
+
+// after notifies the agent about uid once d has passed. Call with s.mu held.
+func (s *Simulated) after(d time.Duration, uid types.UID) clock.Timer {
+	return s.cfg.Clock.AfterFunc(d, func() {
+		s.mu.Lock()
+		notify, closed := s.notify, s.closed
+		s.mu.Unlock()
+		if notify != nil && !closed {
+			notify(uid)
+		}
+	})
+}
+
+func (s *Simulated) allocIP() string {
+	base := s.cfg.PodCIDR.Masked().Addr().As4()
+	n := binary.BigEndian.Uint32(base[:]) + 1 + s.nextIP
+	s.nextIP = (s.nextIP + 1) % (1<<(32-s.cfg.PodCIDR.Bits()) - 2)
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], n)
+	return netip.AddrFrom4(b).String()
+}
+
+func exits(policy v1.RestartPolicy, code int32) bool {
+	return policy == v1.RestartPolicyNever || (policy == v1.RestartPolicyOnFailure && code == 0)
+}
+
+func exitSpec(pod *v1.Pod) (after time.Duration, code int32, err error) {
+	if v, ok := pod.Annotations[AnnotationExitAfter]; ok {
+		if after, err = time.ParseDuration(v); err != nil {
+			return 0, 0, fmt.Errorf("annotation %s: %w", AnnotationExitAfter, err)
+		}
+	}
+	if v, ok := pod.Annotations[AnnotationExitCode]; ok {
+		c, err := strconv.ParseInt(v, 10, 32)
+		if err != nil {
+			return 0, 0, fmt.Errorf("annotation %s: %w", AnnotationExitCode, err)
+		}
+		code = int32(c)
+	}
+	return after, code, nil
+}
+
+// DeletePod implements Provider: it waits on the clock for the containers'
+// stop delay, cut short at the grace period.
+func (s *Simulated) DeletePod(ctx context.Context, pod *v1.Pod, gracePeriod time.Duration) error {
+	stop := s.cfg.StopDelay
+	if v, ok := pod.Annotations[AnnotationStopAfter]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("annotation %s: %w", AnnotationStopAfter, err)
+		}
+		stop = d
+	}
+	s.mu.Lock()
+	p, ok := s.pods[pod.UID]
+	if !ok || !p.stopped.IsZero() {
+		s.mu.Unlock()
+		return nil
+	}
+	now := s.cfg.Clock.Now()
+	if !p.exitAt.IsZero() && !now.Before(p.exitAt) {
+		p.stopped = p.exitAt // exited on its own
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.Unlock()
+	wait, killed := stop, false
+	if stop > gracePeriod {
+		wait, killed = gracePeriod, true
+	}
+	if wait > 0 {
+		t := s.cfg.Clock.NewTimer(wait)
+		select {
+		case <-t.C():
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p.stopped, p.killed = s.cfg.Clock.Now(), killed
+	p.stopTimers()
+	return nil
+}
+
+// ForgetPod implements Provider.
+func (s *Simulated) ForgetPod(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.pods[uid]; ok {
+		p.stopTimers()
+		delete(s.pods, uid)
+	}
+}
+
+// PodStatus implements Provider.
+func (s *Simulated) PodStatus(_ context.Context, pod *v1.Pod) (*v1.PodStatus, error) {
+	s.mu.Lock()
+	p, ok := s.pods[pod.UID]
+	var snap simPod
+	if ok {
+		snap = *p
+	}
+	s.mu.Unlock()
+	if !ok {
+		return nil, nil
+	}
+	return simStatus(pod, &snap, s.cfg.Clock.Now()), nil
+}

@@ -1,0 +1,137 @@
+package vnodes
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/nodekit/nodekit/podworkers"
+)
+
+// syncer is the podworkers.Syncer: it drives the Provider and reports pod
+// status to the API server.
+type syncer struct {
+	cfg    *Config
+	pods   cache.Indexer
+	hostIP func(nodeName string) string
+
+	mu      sync.Mutex
+	patched map[types.UID]*v1.PodStatus // the status last sent, per pod
+}
+
+var _ podworkers.Syncer = (*syncer)(nil)
+
+// SyncPod starts the pod in the provider and reports its status; the pod is
+// terminal once the provider says Succeeded or Failed.
+func (s *syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v1.Pod) (bool, error) {
+	if err := s.cfg.Provider.CreatePod(ctx, pod); err != nil {
+		return false, fmt.Errorf("create pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	st, err := s.report(ctx, pod, nil)
+	if err != nil {
+		return false, err
+	}
+	return st != nil && (st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed), nil
+}
+
+// SyncTerminatingPod stops the containers within the grace period (the
+// provider waits; a shorter grace period cancels ctx and calls again).
+func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, gracePeriod int64, statusFn podworkers.StatusFunc) error {
+	if err := s.cfg.Provider.DeletePod(ctx, pod, time.Duration(gracePeriod)*time.Second); err != nil {
+		return fmt.Errorf("stop pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	_, err := s.report(ctx, pod, statusFn)
+	return err
+}
+
+// SyncTerminatingRuntimePod stops a pod known only to the provider.
+func (s *syncer) SyncTerminatingRuntimePod(ctx context.Context, rp *podworkers.RuntimePod) error {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: rp.UID, Name: rp.Name, Namespace: rp.Namespace}}
+	return s.cfg.Provider.DeletePod(ctx, pod, 0)
+}
+
+// SyncTerminatedPod reports the final status and, for a pod being deleted,
+// finishes the deletion with a zero-grace delete (as the kubelet's status
+// manager does once the containers are gone).
+func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error {
+	if _, err := s.report(ctx, pod, nil); err != nil {
+		return err
+	}
+	if latest := podByUID(s.pods, pod.UID); latest != nil && latest.DeletionTimestamp != nil {
+		pod = latest
+	}
+	if pod.DeletionTimestamp != nil {
+		uid := pod.UID
+		err := s.cfg.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name,
+			metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+	}
+	s.cfg.Provider.ForgetPod(pod.UID)
+	return nil
+}
+
+// report patches the provider's status of pod if it changed since the last
+// patch (or, after a restart, differs from the informer's copy). It returns
+// the status, nil if the provider has no record.
+func (s *syncer) report(ctx context.Context, pod *v1.Pod, statusFn podworkers.StatusFunc) (*v1.PodStatus, error) {
+	st, err := s.cfg.Provider.PodStatus(ctx, pod)
+	if err != nil || st == nil {
+		if err != nil {
+			err = fmt.Errorf("status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		return st, err
+	}
+	st = st.DeepCopy()
+	if statusFn != nil {
+		statusFn(st)
+	}
+	if ip := s.hostIP(pod.Spec.NodeName); ip != "" {
+		st.HostIP, st.HostIPs = ip, []v1.HostIP{{IP: ip}}
+	}
+	current := pod
+	if latest := podByUID(s.pods, pod.UID); latest != nil {
+		current = latest
+	}
+	st.QOSClass = current.Status.QOSClass
+	s.mu.Lock()
+	old, ok := s.patched[pod.UID]
+	s.mu.Unlock()
+	if !ok {
+		old = &current.Status
+	}
+	if !StatusChanged(old, st) {
+		return st, nil
+	}
+	patch, err := PodStatusPatch(pod.UID, old, st)
+	if err != nil {
+		return nil, err
+	}
+	_, err = s.cfg.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch,
+		metav1.PatchOptions{}, "status")
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return st, nil // the pod is gone (or was recreated): nothing to report
+	}
+	if err != nil {
+		return nil, fmt.Errorf("patch status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	s.mu.Lock()
+	s.patched[pod.UID] = st
+	s.mu.Unlock()
+	return st, nil
+}
+
+// forget drops what the syncer remembers of a pod gone from the API.
+func (s *syncer) forget(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.patched, uid)
+}
