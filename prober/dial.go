@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/nodekit/nodekit/internal/clockctx"
 )
 
 // aLongTimeAgo is a deadline in the past: setting it aborts pending I/O.
@@ -63,22 +65,7 @@ func abortOnDone(ctx context.Context, conn net.Conn) func() bool {
 // withTimeout returns a context cancelled with cause errTimedOut once d has
 // passed on the injected clock, and the func that releases it.
 func (n *network) withTimeout(ctx context.Context, d time.Duration) (context.Context, func()) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	fire := func() { cancel(errTimedOut) }
-	if dc, ok := n.clock.(clock.WithDelayedExecution); ok {
-		t := dc.AfterFunc(d, fire)
-		return ctx, func() { t.Stop(); cancel(nil) }
-	}
-	t := n.clock.NewTimer(d)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-t.C():
-			fire()
-		case <-done:
-		}
-	}()
-	return ctx, func() { t.Stop(); close(done); cancel(nil) }
+	return clockctx.WithTimeoutCause(ctx, n.clock, d, errTimedOut)
 }
 
 // timedOut reports whether ctx was cancelled by withTimeout's timer.

@@ -13,8 +13,14 @@ import (
 // after the call (with cause context.DeadlineExceeded), or when parent ends.
 // With a clock that has AfterFunc no goroutine is used.
 func WithTimeout(parent context.Context, c clock.WithTicker, d time.Duration) (context.Context, context.CancelFunc) {
+	return WithTimeoutCause(parent, c, d, context.DeadlineExceeded)
+}
+
+// WithTimeoutCause is WithTimeout with the given cause on expiry, so callers
+// can tell their own timeout (context.Cause) from the parent's end.
+func WithTimeoutCause(parent context.Context, c clock.WithTicker, d time.Duration, cause error) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
-	expire := func() { cancel(context.DeadlineExceeded) }
+	expire := func() { cancel(cause) }
 	if dc, ok := c.(clock.WithDelayedExecution); ok {
 		t := dc.AfterFunc(d, expire)
 		return ctx, func() {
