@@ -268,28 +268,27 @@ func (a *Agent) killPod(ctx context.Context, pod *v1.Pod, grace int64, updateSta
 
 func (a *Agent) buildLoop() error {
 	var sources []syncloop.Source
-	if a.client != nil {
-		src, err := syncloop.NewAPIServerSource(syncloop.APIServerSourceConfig{Client: a.client, NodeName: a.opts.NodeName, Clock: a.opts.Clock})
+	var errs []error
+	add := func(src syncloop.Source, err error) {
 		if err != nil {
-			return err
+			errs = append(errs, err)
+			return
 		}
 		sources = append(sources, src)
+	}
+	if a.client != nil {
+		add(syncloop.NewAPIServerSource(syncloop.APIServerSourceConfig{Client: a.client, NodeName: a.opts.NodeName, Clock: a.opts.Clock}))
 	}
 	if a.opts.PodManifestPath != "" {
-		src, err := syncloop.NewFileSource(syncloop.FileSourceConfig{Path: a.opts.PodManifestPath, NodeName: a.opts.NodeName,
-			Recorder: a.recorder, Clock: a.opts.Clock})
-		if err != nil {
-			return err
-		}
-		sources = append(sources, src)
+		add(syncloop.NewFileSource(syncloop.FileSourceConfig{Path: a.opts.PodManifestPath, NodeName: a.opts.NodeName,
+			Recorder: a.recorder, Clock: a.opts.Clock}))
 	}
 	if a.opts.ManifestURL != "" {
-		src, err := syncloop.NewHTTPSource(syncloop.HTTPSourceConfig{URL: a.opts.ManifestURL, NodeName: a.opts.NodeName,
-			Recorder: a.recorder, Clock: a.opts.Clock})
-		if err != nil {
-			return err
-		}
-		sources = append(sources, src)
+		add(syncloop.NewHTTPSource(syncloop.HTTPSourceConfig{URL: a.opts.ManifestURL, NodeName: a.opts.NodeName,
+			Recorder: a.recorder, Clock: a.opts.Clock}))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	var err error
 	a.loop, err = syncloop.New(syncloop.Config{
