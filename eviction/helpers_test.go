@@ -159,6 +159,13 @@ func (h *fakeHost) Get(context.Context) (*statsapi.Summary, error) {
 	return h.summary, h.getErr
 }
 
+// setPods replaces the active pods; Run may be reading them.
+func (h *fakeHost) setPods(pods ...*v1.Pod) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.pods = pods
+}
+
 func (h *fakeHost) activePods() []*v1.Pod {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -120,7 +120,7 @@ func TestSynchronizeHardEvictsOnePodPerPass(t *testing.T) {
 	require.Len(t, e.host.kills(), 1)
 
 	// A fresh sample still under pressure evicts the next pod, one per pass.
-	e.host.pods = []*v1.Pod{small, critical}
+	e.host.setPods(small, critical)
 	e.step(time.Second)
 	e.observe(func(n *node) { n.memAvail = 50 * Mi }, stats[0], stats[2])
 	res, err = e.m.Synchronize(ctx)
@@ -129,7 +129,7 @@ func TestSynchronizeHardEvictsOnePodPerPass(t *testing.T) {
 	require.Len(t, e.host.kills(), 2)
 
 	// Only the critical pod is left: nothing is evicted.
-	e.host.pods = []*v1.Pod{critical}
+	e.host.setPods(critical)
 	e.step(time.Second)
 	e.observe(func(n *node) { n.memAvail = 50 * Mi }, stats[2])
 	res, err = e.m.Synchronize(ctx)
@@ -176,7 +176,7 @@ func TestSynchronizeSoftGracePeriod(t *testing.T) {
 	require.NoError(t, err)
 	e.step(time.Second)
 	e.observe(low, podStats(b, podUsage{mem: 100 * Mi}))
-	e.host.pods = []*v1.Pod{b}
+	e.host.setPods(b)
 	res, err = e.m.Synchronize(ctx)
 	require.NoError(t, err)
 	require.Nil(t, res.Evicted)

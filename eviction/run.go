@@ -86,8 +86,10 @@ func (m *Manager) waitForCleanup(ctx context.Context, pod *v1.Pod) bool {
 	logger := klog.FromContext(ctx)
 	timeout := m.cfg.Clock.NewTimer(m.cfg.PodCleanupTimeout)
 	defer timeout.Stop()
-	tick := m.cfg.Clock.NewTicker(m.cfg.PodCleanupPollInterval)
-	defer tick.Stop()
+	// A re-armed timer rather than a ticker: a stopped timer leaves no
+	// waiter behind on a fake clock (a fake ticker's Stop does nothing).
+	poll := m.cfg.Clock.NewTimer(m.cfg.PodCleanupPollInterval)
+	defer poll.Stop()
 	for !m.cfg.PodCleanedUp(pod) {
 		select {
 		case <-ctx.Done():
@@ -95,7 +97,8 @@ func (m *Manager) waitForCleanup(ctx context.Context, pod *v1.Pod) bool {
 		case <-timeout.C():
 			logger.Info("Eviction manager: timed out waiting for pod to be cleaned up", "pod", klog.KObj(pod))
 			return true
-		case <-tick.C():
+		case <-poll.C():
+			poll.Reset(m.cfg.PodCleanupPollInterval)
 		}
 	}
 	logger.Info("Eviction manager: pod successfully cleaned up", "pod", klog.KObj(pod))

@@ -62,7 +62,18 @@ func TestRunTriggerPollingAndCleanup(t *testing.T) {
 	var cleaned atomic.Bool
 	e := newEnv(t, Config{PodCleanedUp: func(*v1.Pod) bool { return cleaned.Load() }}, a, b)
 	kills := make(chan string, 10)
-	e.host.onKill = func(p *v1.Pod) { kills <- p.Name }
+	calls := func() int { e.host.mu.Lock(); defer e.host.mu.Unlock(); return e.host.getCalls }
+	var callsAtLastKill atomic.Int64
+	e.host.onKill = func(p *v1.Pod) {
+		if p.Name == "b" {
+			// The last eviction: the next pass, right after cleanup, finds
+			// nothing to do.
+			e.host.setPods()
+			e.observe(nil)
+			callsAtLastKill.Store(int64(calls()))
+		}
+		kills <- p.Name
+	}
 	stop := startRun(t, e.m)
 	defer stop()
 	waitWaiters(t, e.clock) // first pass done, waiting for the interval
@@ -75,7 +86,7 @@ func TestRunTriggerPollingAndCleanup(t *testing.T) {
 
 	// Run now waits for the pod to be cleaned up, polling every second.
 	waitWaiters(t, e.clock)
-	e.host.pods = []*v1.Pod{b}
+	e.host.setPods(b)
 	e.step(time.Second)
 	waitWaiters(t, e.clock)
 	cleaned.Store(true)
@@ -83,11 +94,10 @@ func TestRunTriggerPollingAndCleanup(t *testing.T) {
 	e.step(time.Second)
 	require.Equal(t, "b", waitFor(t, kills), "the next pass runs right after cleanup")
 
-	// Back to normal: passes happen every MonitoringInterval.
+	// Back to normal: b is cleaned up at once, one more pass runs, then
+	// passes happen every MonitoringInterval.
+	spinUntil(t, func() bool { return int64(calls()) == callsAtLastKill.Load()+1 })
 	waitWaiters(t, e.clock)
-	e.host.pods = nil
-	e.observe(nil)
-	calls := func() int { e.host.mu.Lock(); defer e.host.mu.Unlock(); return e.host.getCalls }
 	before := calls()
 	e.step(DefaultMonitoringInterval - time.Millisecond)
 	require.Equal(t, before, calls())
