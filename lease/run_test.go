@@ -38,10 +38,11 @@ func TestRunRenewsOnSchedule(t *testing.T) {
 
 	require.Eventually(t, func() bool { return client.Lease(ns, "node-a") != nil }, 5*time.Second, time.Millisecond)
 	for i := 1; i <= 5; i++ {
-		// Wait for Run to be parked on its timer, then fire it.
+		// Wait for Run to be parked on its timer and nothing else (the
+		// previous request's timeout released), then fire it.
 		require.Eventually(t, func() bool {
 			next, _ := c.NextRenewal("node-a")
-			return clk.HasWaiters() && next.Equal(clk.Now().Add(10*time.Second))
+			return clk.Waiters() == 1 && next.Equal(clk.Now().Add(10*time.Second))
 		}, 5*time.Second, time.Millisecond)
 		clk.Step(10 * time.Second)
 		require.Eventually(t, func() bool { return client.Calls("update") == i }, 5*time.Second, time.Millisecond)
