@@ -51,6 +51,7 @@ func newStatusAgent(t testing.TB, nodes corev1client.NodesGetter, name string) *
 	setters, err := b.Setters()
 	require.NoError(t, err)
 	a.ctl, err = nodestatus.New(nodestatus.Config{Client: nodes, NodeName: name, Setters: setters, Clock: a.clk,
+		Rand:   func() float64 { return 0.5 }, // no report jitter: the quiet period is exactly 5m
 		Taints: []v1.Taint{{Key: "example.com/edge", Effect: v1.TaintEffectNoSchedule}}})
 	require.NoError(t, err)
 	return a

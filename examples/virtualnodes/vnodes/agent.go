@@ -109,10 +109,14 @@ func newPodInformer(cfg Config) cache.SharedIndexInformer {
 			return nil, nil
 		},
 	})
-	// The agent never reads managed fields: do not keep them in memory.
+	// The agent never reads managed fields: do not keep them in memory. A
+	// shallow copy, because the decoded object may be shared with the
+	// client (fake clientsets hand out their stored objects).
 	_ = inf.SetTransform(func(obj any) (any, error) {
-		if p, ok := obj.(*v1.Pod); ok {
-			p.ManagedFields = nil
+		if p, ok := obj.(*v1.Pod); ok && p.ManagedFields != nil {
+			q := *p
+			q.ManagedFields = nil
+			return &q, nil
 		}
 		return obj, nil
 	})
