@@ -1,0 +1,193 @@
+package kubeletapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	apiserver "k8s.io/apiserver/pkg/apis/apiserver"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	"k8s.io/klog/v2"
+)
+
+// webhookRetryBackoff is the apiserver's default retry of a failed review
+// (DefaultAuthWebhookRetryBackoff), which the kubelet uses.
+func webhookRetryBackoff() *wait.Backoff {
+	return &wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
+}
+
+// buildAuth builds the authenticator and authorizer from cfg with the
+// staging delegating factories, as the kubelet does. caFile, when not nil,
+// must be run to follow changes of the client CA file.
+func buildAuth(cfg *Config) (authenticator.Request, authorizer.Authorizer, *dynamiccertificates.DynamicFileCAContent, error) {
+	var caFile *dynamiccertificates.DynamicFileCAContent
+	authn := cfg.Authenticator
+	if authn == nil {
+		ac := authenticatorfactory.DelegatingAuthenticatorConfig{
+			Anonymous:                &apiserver.AnonymousAuthConfig{Enabled: cfg.Auth.Anonymous},
+			CacheTTL:                 cfg.Auth.AuthenticationCacheTTL,
+			TokenAccessReviewTimeout: cfg.Auth.WebhookTimeout,
+			WebhookRetryBackoff:      webhookRetryBackoff(),
+		}
+		if cfg.Auth.TokenReview != nil {
+			ac.TokenAccessReviewClient = cfg.Auth.TokenReview
+		}
+		if cfg.Auth.ClientCAFile != "" {
+			var err error
+			caFile, err = dynamiccertificates.NewDynamicCAContentFromFile("client-ca-bundle", cfg.Auth.ClientCAFile)
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("%w: client CA file: %w", ErrInvalidConfig, err)
+			}
+			ac.ClientCertificateCAContentProvider = caFile
+		}
+		var err error
+		if authn, _, err = ac.New(); err != nil {
+			return nil, nil, nil, fmt.Errorf("%w: authentication: %w", ErrInvalidConfig, err)
+		}
+	}
+	authz := cfg.Authorizer
+	if authz == nil {
+		if cfg.Auth.SubjectAccessReview != nil {
+			var err error
+			authz, err = authorizerfactory.DelegatingAuthorizerConfig{
+				SubjectAccessReviewClient: cfg.Auth.SubjectAccessReview,
+				AllowCacheTTL:             cfg.Auth.AuthorizationAllowTTL,
+				DenyCacheTTL:              cfg.Auth.AuthorizationDenyTTL,
+				WebhookRetryBackoff:       webhookRetryBackoff(),
+			}.New()
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("%w: authorization: %w", ErrInvalidConfig, err)
+			}
+		} else {
+			authz = authorizerfactory.NewAlwaysAllowAuthorizer()
+		}
+	}
+	return authn, authz, caFile, nil
+}
+
+// isSubpath reports whether p is path or below it ("/stats" and
+// "/stats/summary" are under "/stats/").
+func isSubpath(p, path string) bool {
+	path = strings.TrimSuffix(path, "/")
+	return p == path || (strings.HasPrefix(p, path) && len(p) > len(path) && p[len(path)] == '/')
+}
+
+// verbOf maps an HTTP method to the API verb the kubelet authorizes.
+func verbOf(method string) string {
+	switch method {
+	case http.MethodPost:
+		return "create"
+	case http.MethodGet:
+		return "get"
+	case http.MethodPut:
+		return "update"
+	case http.MethodPatch:
+		return "patch"
+	case http.MethodDelete:
+		return "delete"
+	}
+	return ""
+}
+
+// Subresources returns the nodes subresources that authorize a request
+// path, in the order the kubelet (v1.36, KubeletFineGrainedAuthz on) checks
+// them: a fine-grained one first (pods, healthz, configz) with proxy as the
+// fallback; stats, metrics and log for their paths; proxy for the rest.
+func Subresources(path string) []string {
+	var subs []string
+	switch {
+	case isSubpath(path, "/pods"), isSubpath(path, "/runningpods/"):
+		subs = append(subs, "pods")
+	case isSubpath(path, "/healthz"):
+		subs = append(subs, "healthz")
+	case isSubpath(path, "/configz"), isSubpath(path, "/flagz"):
+		subs = append(subs, "configz")
+	}
+	switch {
+	case isSubpath(path, "/stats/"):
+		return append(subs, "stats")
+	case isSubpath(path, "/metrics"):
+		return append(subs, "metrics")
+	case isSubpath(path, "/logs/"):
+		return append(subs, "log")
+	case isSubpath(path, "/checkpoint/"):
+		return append(subs, "checkpoint")
+	case isSubpath(path, "/statusz"):
+		return append(subs, "statusz")
+	}
+	return append(subs, "proxy")
+}
+
+// Attributes returns the authorization attributes of a request by u on
+// nodes/<nodeName>, one per subresource of Subresources; any allowed one
+// admits the request.
+func Attributes(nodeName string, u user.Info, r *http.Request) []authorizer.Attributes {
+	verb := verbOf(r.Method)
+	subs := Subresources(r.URL.Path)
+	attrs := make([]authorizer.Attributes, 0, len(subs))
+	for _, sub := range subs {
+		attrs = append(attrs, authorizer.AttributesRecord{
+			User: u, Verb: verb, APIVersion: "v1", Resource: "nodes", Subresource: sub,
+			Name: nodeName, ResourceRequest: true, Path: r.URL.Path,
+		})
+	}
+	return attrs
+}
+
+// withAuth authenticates and authorizes every request before next, with
+// the kubelet's status codes and messages.
+func withAuth(nodeName string, authn authenticator.Request, authz authorizer.Authorizer, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		logger := klog.FromContext(r.Context())
+		info, ok, err := authn.AuthenticateRequest(r)
+		if err != nil {
+			logger.Error(err, "Unable to authenticate the request due to an error")
+		}
+		if err != nil || !ok {
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		attrs := Attributes(nodeName, info.User, r)
+		subs := make([]string, 0, len(attrs))
+		for _, attr := range attrs {
+			subs = append(subs, attr.GetSubresource())
+			decision, _, err := authz.Authorize(r.Context(), attr)
+			if err != nil {
+				logger.Error(err, "Authorization error", "user", attr.GetUser().GetName(), "verb", attr.GetVerb(), "subresource", attr.GetSubresource())
+				http.Error(w, fmt.Sprintf("Authorization error (user=%s, verb=%s, resource=%s, subresource=%s)",
+					attr.GetUser().GetName(), attr.GetVerb(), attr.GetResource(), attr.GetSubresource()), http.StatusInternalServerError)
+				return
+			}
+			if decision == authorizer.DecisionAllow {
+				// The request no longer needs its credentials.
+				r.Header.Del("Authorization")
+				next.ServeHTTP(w, r.WithContext(withUser(r.Context(), info.User)))
+				return
+			}
+		}
+		logger.V(2).Info("Forbidden", "user", info.User.GetName(), "verb", attrs[0].GetVerb(), "subresources", subs)
+		http.Error(w, fmt.Sprintf("Forbidden (user=%s, verb=%s, resource=%s, subresource(s)=%v)",
+			info.User.GetName(), attrs[0].GetVerb(), attrs[0].GetResource(), subs), http.StatusForbidden)
+	})
+}
+
+type userKey struct{}
+
+func withUser(ctx context.Context, u user.Info) context.Context {
+	return context.WithValue(ctx, userKey{}, u)
+}
+
+// UserFrom returns the authenticated user of a request handled by the
+// Server (for hosts that audit sessions), or false.
+func UserFrom(ctx context.Context) (user.Info, bool) {
+	u, ok := ctx.Value(userKey{}).(user.Info)
+	return u, ok
+}

@@ -1,0 +1,213 @@
+package kubeletapi
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	authenticationclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
+	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	"k8s.io/utils/clock"
+)
+
+// Defaults of the kubelet (v1.36).
+const (
+	// DefaultAddr is the kubelet's authenticated HTTPS port (--port 10250).
+	DefaultAddr = ":10250"
+	// DefaultHealthzAddr is the kubelet's plain healthz endpoint
+	// (--healthz-bind-address 127.0.0.1, --healthz-port 10248).
+	DefaultHealthzAddr = "127.0.0.1:10248"
+	// DefaultAuthenticationCacheTTL caches TokenReview answers
+	// (authentication.webhook.cacheTTL).
+	DefaultAuthenticationCacheTTL = 2 * time.Minute
+	// DefaultAuthorizationAllowTTL caches allowed SubjectAccessReviews
+	// (authorization.webhook.cacheAuthorizedTTL).
+	DefaultAuthorizationAllowTTL = 5 * time.Minute
+	// DefaultAuthorizationDenyTTL caches denied SubjectAccessReviews
+	// (authorization.webhook.cacheUnauthorizedTTL).
+	DefaultAuthorizationDenyTTL = 30 * time.Second
+	// DefaultStreamIdleTimeout closes an idle exec, attach or
+	// port-forward session handled in process
+	// (streamingConnectionIdleTimeout).
+	DefaultStreamIdleTimeout = 4 * time.Hour
+	// DefaultStreamCreationTimeout bounds the client's stream setup of an
+	// in-process session.
+	DefaultStreamCreationTimeout = 30 * time.Second
+	// DefaultWebhookTimeout bounds each TokenReview or SubjectAccessReview.
+	DefaultWebhookTimeout = 10 * time.Second
+)
+
+// Disabled, as an address, turns a listener off.
+const Disabled = "-"
+
+// Config configures a Server. Zero values mean the kubelet's defaults.
+type Config struct {
+	// NodeName is the node's name: the name in the authorization
+	// attributes (nodes/<name>/proxy …) and of the self-signed
+	// certificate. Required.
+	NodeName string
+
+	// Addr is the HTTPS address of the authenticated API. Default ":10250".
+	Addr string
+	// Listener, if set, is used instead of listening on Addr (a host that
+	// must know the bound port before Run, e.g. with port 0). Run closes it.
+	Listener net.Listener
+	// HealthzAddr serves plain-HTTP /healthz only, without authentication.
+	// Default "127.0.0.1:10248"; Disabled turns it off.
+	HealthzAddr string
+	// HealthzListener, if set, is used instead of listening on
+	// HealthzAddr. Run closes it.
+	HealthzListener net.Listener
+	// ReadOnlyAddr, if set, serves the kubelet's deprecated read-only port:
+	// plain HTTP without authentication for /healthz, /pods, /stats and
+	// /metrics. Empty (the kubelet's --read-only-port 0) disables it.
+	ReadOnlyAddr string
+
+	// TLSCertFile and TLSKeyFile are the serving certificate and key
+	// (--tls-cert-file, --tls-private-key-file). They are re-read when the
+	// files change. Both empty: a self-signed certificate for NodeName and
+	// NodeIPs is generated in memory.
+	TLSCertFile, TLSKeyFile string
+	// NodeIPs are added to the self-signed certificate's names.
+	NodeIPs []net.IP
+
+	// Auth configures the kubelet's authentication and authorization.
+	Auth AuthConfig
+	// Authenticator, if set, replaces the authenticator built from Auth.
+	Authenticator authenticator.Request
+	// Authorizer, if set, replaces the authorizer built from Auth.
+	Authorizer authorizer.Authorizer
+
+	// Pods resolves pods by name and backs /pods. Required.
+	Pods PodLister
+	// Logs backs /containerLogs. nil answers 501 there.
+	Logs LogSource
+	// Streaming backs /exec, /attach and /portForward. nil answers 501.
+	Streaming Streamer
+	// Runner backs /run. nil answers 501.
+	Runner Runner
+	// Summary backs /stats/summary and /metrics/resource. nil answers 501.
+	Summary SummaryProvider
+	// HealthChecks are added to /healthz after ping and log (e.g.
+	// syncloop, pleg).
+	HealthChecks []HealthCheck
+	// Metrics is served at /metrics (the host's registry). nil: not served.
+	Metrics prometheus.Gatherer
+	// ProbeMetrics is served at /metrics/probes. nil: not served.
+	ProbeMetrics prometheus.Gatherer
+	// Configz, if set, is served at /configz as {"kubeletconfig": Configz}.
+	Configz any
+	// NodeLogDir, if set, is served read-only under /logs/
+	// (enableSystemLogHandler). Empty answers 405 "logs endpoint is
+	// disabled.", as the kubelet with the handler off.
+	NodeLogDir string
+
+	// StreamIdleTimeout and StreamCreationTimeout are used by
+	// NewInlineStreamer sessions and passed to proxies. Defaults 4h, 30s.
+	StreamIdleTimeout, StreamCreationTimeout time.Duration
+	// MaxRequestHeaderBytes bounds request headers. Default 1 MiB.
+	MaxRequestHeaderBytes int
+
+	// Clock provides "now" for sinceSeconds. Default the real clock.
+	Clock clock.PassiveClock
+	// Registerer receives the server's request metrics (nil: none). Names
+	// follow the kubelet's kubelet_http_requests_total and
+	// kubelet_http_inflight_requests.
+	Registerer prometheus.Registerer
+}
+
+// AuthConfig is the kubelet's authentication and authorization
+// configuration (KubeletConfiguration.authentication/authorization).
+type AuthConfig struct {
+	// ClientCAFile enables x509 client-certificate authentication
+	// (--client-ca-file); re-read when it changes. The certificate's
+	// common name is the user, its organizations the groups.
+	ClientCAFile string
+	// TokenReview enables bearer-token authentication through TokenReview
+	// (--authentication-token-webhook). nil: tokens are not accepted.
+	TokenReview authenticationclient.AuthenticationV1Interface
+	// Anonymous lets unauthenticated requests through as
+	// system:anonymous (--anonymous-auth). Default false.
+	Anonymous bool
+	// AuthenticationCacheTTL caches token reviews. Default 2m.
+	AuthenticationCacheTTL time.Duration
+
+	// AlwaysAllow authorizes every authenticated request
+	// (--authorization-mode=AlwaysAllow). Otherwise SubjectAccessReview
+	// must be set (Webhook mode).
+	AlwaysAllow bool
+	// SubjectAccessReview authorizes requests through the API server
+	// (--authorization-mode=Webhook).
+	SubjectAccessReview authorizationclient.AuthorizationV1Interface
+	// AuthorizationAllowTTL and AuthorizationDenyTTL cache decisions.
+	// Defaults 5m and 30s.
+	AuthorizationAllowTTL, AuthorizationDenyTTL time.Duration
+	// WebhookTimeout bounds each review request. Default 10s.
+	WebhookTimeout time.Duration
+}
+
+// ErrInvalidConfig wraps every error New returns for a bad Config.
+var ErrInvalidConfig = errors.New("kubeletapi: invalid config")
+
+func (c *Config) defaults() error {
+	var errs []error
+	if c.NodeName == "" {
+		errs = append(errs, errors.New("NodeName is required"))
+	}
+	if c.Pods == nil {
+		errs = append(errs, errors.New("Pods is required"))
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		errs = append(errs, errors.New("TLSCertFile and TLSKeyFile must be given together"))
+	}
+	for name, d := range map[string]time.Duration{
+		"StreamIdleTimeout": c.StreamIdleTimeout, "StreamCreationTimeout": c.StreamCreationTimeout,
+		"Auth.AuthenticationCacheTTL": c.Auth.AuthenticationCacheTTL, "Auth.AuthorizationAllowTTL": c.Auth.AuthorizationAllowTTL,
+		"Auth.AuthorizationDenyTTL": c.Auth.AuthorizationDenyTTL, "Auth.WebhookTimeout": c.Auth.WebhookTimeout,
+	} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%s %v must not be negative", name, d))
+		}
+	}
+	if c.MaxRequestHeaderBytes < 0 {
+		errs = append(errs, fmt.Errorf("MaxRequestHeaderBytes %d must not be negative", c.MaxRequestHeaderBytes))
+	}
+	if c.Authenticator == nil && c.Auth.ClientCAFile == "" && c.Auth.TokenReview == nil && !c.Auth.Anonymous {
+		errs = append(errs, errors.New("no authentication method: set Auth.ClientCAFile, Auth.TokenReview, Auth.Anonymous or Authenticator"))
+	}
+	if c.Authorizer == nil && !c.Auth.AlwaysAllow && c.Auth.SubjectAccessReview == nil {
+		errs = append(errs, errors.New("no authorization mode: set Auth.SubjectAccessReview (Webhook), Auth.AlwaysAllow or Authorizer"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	}
+	if c.HealthzAddr == "" {
+		c.HealthzAddr = DefaultHealthzAddr
+	}
+	setDefault(&c.StreamIdleTimeout, DefaultStreamIdleTimeout)
+	setDefault(&c.StreamCreationTimeout, DefaultStreamCreationTimeout)
+	setDefault(&c.Auth.AuthenticationCacheTTL, DefaultAuthenticationCacheTTL)
+	setDefault(&c.Auth.AuthorizationAllowTTL, DefaultAuthorizationAllowTTL)
+	setDefault(&c.Auth.AuthorizationDenyTTL, DefaultAuthorizationDenyTTL)
+	setDefault(&c.Auth.WebhookTimeout, DefaultWebhookTimeout)
+	if c.MaxRequestHeaderBytes == 0 {
+		c.MaxRequestHeaderBytes = 1 << 20
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	return nil
+}
+
+func setDefault(d *time.Duration, v time.Duration) {
+	if *d == 0 {
+		*d = v
+	}
+}
