@@ -40,32 +40,35 @@
 //
 //  1. Provide a PodLister whose pods carry their latest status (logs use
 //     the container IDs in it).
+//
 //  2. Provide what you can serve: LogSource, Streamer, Runner,
 //     SummaryProvider, health checks, metrics gatherers. A nil one answers
 //     501 on its endpoints. For a CRI runtime, package kubeletapi/cri
 //     implements the first three.
+//
 //  3. Give the authentication and authorization clients (the node
 //     identity's AuthenticationV1 and AuthorizationV1) or an Authenticator
 //     and Authorizer of your own.
+//
 //  4. New, then Run(ctx) until the agent stops; report the port in the
 //     Node's status.daemonEndpoints.kubeletEndpoint (pass a Listener to
 //     know it before Run when the port is 0).
 //
-//	srv, err := kubeletapi.New(kubeletapi.Config{
-//		NodeName: "node-1",
-//		TLSCertFile: "/var/lib/kubelet/pki/kubelet.crt", TLSKeyFile: "/var/lib/kubelet/pki/kubelet.key",
-//		Auth: kubeletapi.AuthConfig{
-//			ClientCAFile:        "/etc/kubernetes/pki/ca.crt",
-//			TokenReview:         cs.AuthenticationV1(),
-//			SubjectAccessReview: cs.AuthorizationV1(),
-//		},
-//		Pods: podManager, Logs: criRuntime, Streaming: criRuntime, Runner: criRuntime,
-//		Summary: summaryProvider,
-//	})
-//	if err != nil {
-//		return err
-//	}
-//	go srv.Run(ctx)
+//     srv, err := kubeletapi.New(kubeletapi.Config{
+//     NodeName: "node-1",
+//     TLSCertFile: "/var/lib/kubelet/pki/kubelet.crt", TLSKeyFile: "/var/lib/kubelet/pki/kubelet.key",
+//     Auth: kubeletapi.AuthConfig{
+//     ClientCAFile:        "/etc/kubernetes/pki/ca.crt",
+//     TokenReview:         cs.AuthenticationV1(),
+//     SubjectAccessReview: cs.AuthorizationV1(),
+//     },
+//     Pods: podManager, Logs: criRuntime, Streaming: criRuntime, Runner: criRuntime,
+//     Summary: summaryProvider,
+//     })
+//     if err != nil {
+//     return err
+//     }
+//     go srv.Run(ctx)
 //
 // # Differences from upstream (k8s.io/kubernetes/pkg/kubelet/server)
 //
