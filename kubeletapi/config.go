@@ -48,8 +48,13 @@ const Disabled = "-"
 type Config struct {
 	// NodeName is the node's name: the name in the authorization
 	// attributes (nodes/<name>/proxy …) and of the self-signed
-	// certificate. Required.
+	// certificate. Required unless MultiNode.
 	NodeName string
+	// MultiNode serves pods of many nodes from one server (virtual nodes):
+	// requests are authorized on nodes/<subresource> of every node (no
+	// resource name), which a caller allowed on all nodes passes, as the
+	// API server's kubelet client is.
+	MultiNode bool
 
 	// Addr is the HTTPS address of the authenticated API. Default ":10250".
 	Addr string
@@ -155,8 +160,11 @@ var ErrInvalidConfig = errors.New("kubeletapi: invalid config")
 
 func (c *Config) defaults() error {
 	var errs []error
-	if c.NodeName == "" {
+	if c.NodeName == "" && !c.MultiNode {
 		errs = append(errs, errors.New("NodeName is required"))
+	}
+	if c.NodeName != "" && c.MultiNode {
+		errs = append(errs, errors.New("NodeName and MultiNode are exclusive"))
 	}
 	if c.Pods == nil {
 		errs = append(errs, errors.New("Pods is required"))

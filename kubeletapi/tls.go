@@ -33,7 +33,11 @@ func newServingCert(cfg *Config) (*servingCert, error) {
 		}
 		return s, nil
 	}
-	cert, key, err := certutil.GenerateSelfSignedCertKey(cfg.NodeName, cfg.NodeIPs, nil)
+	host := cfg.NodeName
+	if host == "" {
+		host = "localhost"
+	}
+	cert, key, err := certutil.GenerateSelfSignedCertKey(host, cfg.NodeIPs, nil)
 	if err != nil {
 		return nil, fmt.Errorf("kubeletapi: self-signed certificate: %w", err)
 	}
