@@ -18,9 +18,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 
 	"k8s.io/client-go/rest"
@@ -45,6 +47,8 @@ func run() error {
 	var (
 		opts       agent.Options
 		kubeconfig string
+		address    string
+		port       int
 	)
 	host, _ := os.Hostname()
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the node identity (cluster mode); empty runs standalone")
@@ -54,7 +58,16 @@ func run() error {
 	fs.StringVar(&opts.RuntimeEndpoint, "container-runtime-endpoint", "", "CRI endpoint; empty runs the in-process CRI simulator")
 	fs.StringVar(&opts.NodeIP, "node-ip", "", "the node's InternalIP (default: discovered; 10.255.0.1 with the simulator)")
 	fs.StringVar(&opts.EvictionHard, "eviction-hard", "", "hard eviction thresholds, e.g. memory.available<100Mi (default: the kubelet's)")
-	fs.StringVar(&opts.HTTPAddr, "healthz-address", agent.DefaultHTTPAddr, `loopback address of /healthz, /pods and /metrics ("-" disables)`)
+	fs.StringVar(&opts.HTTPAddr, "healthz-address", agent.DefaultHTTPAddr, `address of the unauthenticated read-only endpoint: /healthz, /pods, /stats/summary, /metrics ("-" disables)`)
+	fs.StringVar(&address, "address", "0.0.0.0", "IP address of the kubelet API")
+	fs.IntVar(&port, "port", 10250, "port of the kubelet API (HTTPS: logs, exec, attach, port-forward, stats); 0 disables it")
+	fs.StringVar(&opts.TLSCertFile, "tls-cert-file", "", "serving certificate of the kubelet API (default: self-signed)")
+	fs.StringVar(&opts.TLSKeyFile, "tls-private-key-file", "", "key of --tls-cert-file")
+	fs.StringVar(&opts.ClientCAFile, "client-ca-file", "", "CA bundle that authenticates client certificates on the kubelet API")
+	fs.BoolVar(&opts.TokenWebhook, "authentication-token-webhook", true, "authenticate bearer tokens with TokenReview (cluster mode)")
+	fs.BoolVar(&opts.AnonymousAuth, "anonymous-auth", false, "admit unauthenticated kubelet API requests as system:anonymous")
+	fs.StringVar(&opts.AuthorizationMode, "authorization-mode", "", "kubelet API authorization: Webhook or AlwaysAllow (default: Webhook with a kubeconfig, AlwaysAllow without)")
+	fs.StringVar(&opts.PodLogsDir, "pod-logs-dir", "", "root of container logs (default /var/log/pods with a real runtime)")
 	fs.BoolVar(&opts.Evented, "evented-pleg", false, "use the runtime's container events as PLEG hints")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
@@ -71,6 +84,22 @@ func run() error {
 			return fmt.Errorf("--kubeconfig: %w", err)
 		}
 		opts.Kube = rest.CopyConfig(cfg)
+	}
+	if port < 0 || port > 65535 {
+		return fmt.Errorf("--port %d out of range", port)
+	}
+	if opts.AuthorizationMode == "" {
+		opts.AuthorizationMode = agent.AuthorizationWebhook
+		if opts.Kube == nil {
+			opts.AuthorizationMode = agent.AuthorizationAlwaysAllow
+		}
+	}
+	switch {
+	case port == 0:
+	case opts.Kube == nil && opts.ClientCAFile == "" && !opts.AnonymousAuth:
+		fmt.Fprintln(os.Stderr, "kubelet API off: standalone without --client-ca-file or --anonymous-auth has no way to authenticate")
+	default:
+		opts.APIAddr = net.JoinHostPort(address, strconv.Itoa(port))
 	}
 	if opts.Kube == nil && opts.PodManifestPath == "" && opts.ManifestURL == "" {
 		dir, err := os.MkdirTemp("", "nodekit-manifests-")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/nodekit/nodekit/eviction"
 	"github.com/nodekit/nodekit/internal/crisim"
+	"github.com/nodekit/nodekit/kubeletapi"
 	"github.com/nodekit/nodekit/lease"
 	"github.com/nodekit/nodekit/nodestatus"
 	"github.com/nodekit/nodekit/pleg"
@@ -52,6 +54,10 @@ type Agent struct {
 	lease      *lease.Controller
 	status     *statusWriter
 	syncer     *syncer
+	summary    eviction.SummaryProvider
+	api        *kubeletapi.Server
+	apiPort    int          // the bound kubelet API port, 0 when disabled
+	apiLn      net.Listener // closed on close if Run never took it
 
 	pods podStore
 }
@@ -113,6 +119,9 @@ func (a *Agent) connectRuntime(ctx context.Context) error {
 			}
 			dir, a.tempDir = d, d
 		}
+		if a.opts.PodLogsDir == "" {
+			a.opts.PodLogsDir = filepath.Join(dir, "pods")
+		}
 		ep, stop, err := a.sim.ListenAndServe(filepath.Join(dir, "crisim.sock"))
 		if err != nil {
 			return fmt.Errorf("agent: serve the CRI simulator: %w", err)
@@ -147,6 +156,9 @@ func (a *Agent) close(ctx context.Context) {
 	if c, ok := a.images.(interface{ Close(context.Context) error }); ok {
 		_ = c.Close(ctx)
 	}
+	if a.apiLn != nil {
+		_ = a.apiLn.Close()
+	}
 	if a.stopSim != nil {
 		a.stopSim()
 	}
@@ -172,7 +184,7 @@ func (a *Agent) build(ctx context.Context) error {
 		backoff: backoff, statuses: map[types.UID]*podRecord{},
 		probeStatus: func(pod *v1.Pod, s *v1.PodStatus) { a.probes.UpdatePodStatus(ctx, pod, s) }}
 	a.syncer = &syncer{rt: a.rt, images: a.images, clock: a.opts.Clock, backoff: backoff, status: a.status,
-		livenessFailed: a.livenessFailed, recorder: a.recorder}
+		livenessFailed: a.livenessFailed, recorder: a.recorder, logsDir: a.opts.PodLogsDir}
 	if a.sim != nil {
 		a.syncer.beforeCreate = simScripter(a.sim)
 	}
@@ -184,6 +196,9 @@ func (a *Agent) build(ctx context.Context) error {
 		return err
 	}
 	if err := a.buildLoop(); err != nil {
+		return err
+	}
+	if err := a.buildAPI(); err != nil {
 		return err
 	}
 	if a.client != nil {
@@ -220,12 +235,12 @@ func (a *Agent) buildEviction() error {
 	if err != nil {
 		return err
 	}
-	var summary eviction.SummaryProvider = host
+	a.summary = host
 	if a.sim != nil {
-		summary = &simSummary{inner: host, capacity: a.opts.MemoryCapacity}
+		a.summary = &simSummary{inner: host, capacity: a.opts.MemoryCapacity}
 	}
 	a.evict, err = eviction.New(eviction.Config{
-		Thresholds: thresholds, Summary: summary, ActivePods: a.activePods, KillPod: a.killPod,
+		Thresholds: thresholds, Summary: a.summary, ActivePods: a.activePods, KillPod: a.killPod,
 		PodCleanedUp: func(p *v1.Pod) bool { return a.workers.ShouldPodBeFinished(p.UID) },
 		Recorder:     a.recorder, NodeRef: a.nodeRef(), Clock: a.opts.Clock, Registerer: a.registry,
 	})

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
 
 	cadvisorapi "github.com/google/cadvisor/info/v1"
 	v1 "k8s.io/api/core/v1"
@@ -53,8 +52,7 @@ func (a *Agent) buildNodeStatus(ctx context.Context) error {
 		}
 		return v.RuntimeName, v.RuntimeVersion, nil
 	}}))
-	port, _ := strconv.Atoi(portOf(a.opts.HTTPAddr))
-	b.Add(nodestatus.DaemonEndpoints(int32(port)))
+	b.Add(nodestatus.DaemonEndpoints(int32(a.apiPort)))
 	b.Add(nodestatus.Images(0, a.listImages))
 	b.Add(nodestatus.GoRuntime(), nil)
 	b.Add(nodestatus.MemoryPressureCondition(clk, a.evict.IsUnderMemoryPressure, rec))
@@ -70,14 +68,6 @@ func (a *Agent) buildNodeStatus(ctx context.Context) error {
 	a.nodeStatus, err = nodestatus.New(nodestatus.Config{Client: a.client.CoreV1(), NodeName: a.opts.NodeName,
 		Setters: setters, Clock: clk})
 	return err
-}
-
-func portOf(addr string) string {
-	_, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "0"
-	}
-	return p
 }
 
 func (a *Agent) listImages(ctx context.Context) ([]nodestatus.Image, error) {

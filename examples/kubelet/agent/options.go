@@ -37,9 +37,34 @@ type Options struct {
 	Sim *crisim.Sim
 	// StateDir holds the simulator socket. Default a temporary directory.
 	StateDir string
-	// HTTPAddr is the loopback address of /healthz, /pods and /metrics.
-	// Default 127.0.0.1:10248; "-" disables the endpoint.
+	// HTTPAddr is the loopback address of the unauthenticated read-only
+	// endpoint: /healthz, /pods, /stats/summary and /metrics. Default
+	// 127.0.0.1:10248; "-" disables the endpoint.
 	HTTPAddr string
+	// APIAddr is the address of the kubelet's authenticated HTTPS API
+	// (logs, exec, attach, port-forward, stats; the kubelet's
+	// --address:--port, 0.0.0.0:10250). Empty or "-" disables it; port 0
+	// picks a free port, which the node reports as its kubelet endpoint.
+	APIAddr string
+	// TLSCertFile and TLSKeyFile are the API's serving certificate
+	// (re-read on change). Empty: a self-signed one.
+	TLSCertFile, TLSKeyFile string
+	// ClientCAFile authenticates client certificates on the API.
+	ClientCAFile string
+	// TokenWebhook authenticates bearer tokens with TokenReview
+	// (--authentication-token-webhook; cluster mode).
+	TokenWebhook bool
+	// AnonymousAuth admits unauthenticated API requests as
+	// system:anonymous (--anonymous-auth). Default false.
+	AnonymousAuth bool
+	// AuthorizationMode is "Webhook" (SubjectAccessReview; the default)
+	// or "AlwaysAllow".
+	AuthorizationMode string
+	// PodLogsDir is where container logs go:
+	// <PodLogsDir>/<ns>_<pod>_<uid>/<container>/<restart>.log. Default
+	// /var/log/pods with a real runtime, a directory under StateDir with
+	// the simulator.
+	PodLogsDir string
 	// NodeIP is the node's InternalIP. Default: discovered (with the
 	// simulator: 10.255.0.1, a made-up address).
 	NodeIP string
@@ -74,6 +99,17 @@ func (o *Options) defaults() error {
 	if _, err := eviction.ParseThresholdFlags(o.EvictionHard, "", "", ""); err != nil {
 		errs = append(errs, fmt.Errorf("eviction-hard: %w", err))
 	}
+	switch o.AuthorizationMode {
+	case "", AuthorizationWebhook, AuthorizationAlwaysAllow:
+	default:
+		errs = append(errs, fmt.Errorf("authorization mode %q: want %s or %s", o.AuthorizationMode, AuthorizationWebhook, AuthorizationAlwaysAllow))
+	}
+	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
+		errs = append(errs, errors.New("the TLS certificate and key files go together"))
+	}
+	if o.PodLogsDir == "" && o.RuntimeEndpoint != "" {
+		o.PodLogsDir = DefaultPodLogsDir
+	}
 	if o.HTTPAddr == "" {
 		o.HTTPAddr = DefaultHTTPAddr
 	}
@@ -88,6 +124,9 @@ func (o *Options) defaults() error {
 	}
 	return errors.Join(errs...)
 }
+
+// DefaultPodLogsDir is the kubelet's podLogsDir.
+const DefaultPodLogsDir = "/var/log/pods"
 
 // runtimeTimeout bounds each CRI call (the kubelet's --runtime-request-timeout).
 const runtimeTimeout = 2 * time.Minute

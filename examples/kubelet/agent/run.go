@@ -2,16 +2,11 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"sort"
 	"sync"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
@@ -35,13 +30,8 @@ func (a *Agent) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	if a.opts.HTTPAddr != "-" {
-		ln, err := net.Listen("tcp", a.opts.HTTPAddr)
-		if err != nil {
-			return fmt.Errorf("agent: listen %s: %w", a.opts.HTTPAddr, err)
-		}
-		start("http", func(ctx context.Context) error { return a.serve(ctx, ln) })
-	}
+	a.apiLn = nil // the API server owns and closes it from here
+	start("kubeletapi", a.api.Run)
 	start("pleg", a.pleg.Run)
 	start("prober", a.probes.Run)
 	start("podworkers", a.workers.Run)
@@ -88,40 +78,10 @@ func (a *Agent) pumpProbes(ctx context.Context, t prober.ProbeType) error {
 	}
 }
 
-// serve answers /healthz (sync loop and PLEG), /pods and /metrics on
-// loopback.
-func (a *Agent) serve(ctx context.Context, ln net.Listener) error {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		if err := a.Healthy(); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		_, _ = w.Write([]byte("ok"))
-	})
-	mux.HandleFunc("/pods", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"kind": "PodList", "apiVersion": "v1", "items": a.Pods()})
-	})
-	mux.Handle("/metrics", promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		<-ctx.Done()
-		_ = srv.Close()
-	}()
-	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
-}
-
 // Healthy is the agent's health: the sync loop iterated within the last
 // two housekeeping-and-a-half periods and the PLEG relists.
 func (a *Agent) Healthy() error {
-	if last := a.loop.LastIteration(); !last.IsZero() && a.opts.Clock.Since(last) > 5*time.Second {
-		return fmt.Errorf("sync loop last iterated %s ago", a.opts.Clock.Since(last).Round(time.Millisecond))
-	}
-	return a.runtimeHealth()
+	return errors.Join(a.syncLoopHealth(), a.runtimeHealth())
 }
 
 // Pods returns the pods the agent runs with their latest status, by name.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -127,11 +126,17 @@ func containerHash(c *v1.Container) string {
 	return strconv.FormatUint(uint64(h.Sum32()), 16)
 }
 
-func sandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
+// PodLogDir is the kubelet's log directory of a pod under the pods log
+// root: <root>/<namespace>_<name>_<uid>.
+func PodLogDir(root string, pod *v1.Pod) string {
+	return filepath.Join(root, pod.Namespace+"_"+pod.Name+"_"+string(pod.UID))
+}
+
+func sandboxConfig(pod *v1.Pod, attempt uint32, logsDir string) *runtimeapi.PodSandboxConfig {
 	return &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt},
 		Hostname:     pod.Name,
-		LogDirectory: filepath.Join(os.TempDir(), "nodekit-pods", pod.Namespace+"_"+pod.Name+"_"+string(pod.UID)),
+		LogDirectory: PodLogDir(logsDir, pod),
 		Labels:       map[string]string{labelPodName: pod.Name, labelPodNamespace: pod.Namespace, labelPodUID: string(pod.UID)},
 		Linux:        &runtimeapi.LinuxPodSandboxConfig{},
 	}

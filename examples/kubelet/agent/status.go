@@ -137,6 +137,18 @@ func (w *statusWriter) finishDeletion(ctx context.Context, pod *v1.Pod) error {
 	return nil
 }
 
+// withStatus returns a copy of pod carrying the latest status the writer
+// computed for it (the pod's own status if none yet).
+func (w *statusWriter) withStatus(pod *v1.Pod) *v1.Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := pod.DeepCopy()
+	if r := w.statuses[pod.UID]; r != nil && r.status.Phase != "" {
+		p.Status = *r.status.DeepCopy()
+	}
+	return p
+}
+
 // snapshot returns the pods and statuses the agent knows, for /pods.
 func (w *statusWriter) snapshot() []v1.Pod {
 	w.mu.Lock()

@@ -90,6 +90,8 @@ type syncer struct {
 	// beforeCreate, if set, runs before each container is created (the
 	// simulator mode scripts containers from pod annotations).
 	beforeCreate func(pod *v1.Pod, c *v1.Container)
+	// logsDir is the root of pod log directories (PodLogDir).
+	logsDir string
 }
 
 var _ podworkers.Syncer = (*syncer)(nil)
@@ -130,7 +132,7 @@ func (s *syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, mirr
 }
 
 func (s *syncer) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) error {
-	cfg := sandboxConfig(pod, attempt)
+	cfg := sandboxConfig(pod, attempt, s.logsDir)
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return fmt.Errorf("pod log directory: %w", err)
 	}
@@ -221,7 +223,7 @@ func (s *syncer) start(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandb
 	if s.beforeCreate != nil {
 		s.beforeCreate(pod, c)
 	}
-	id, err := s.rt.CreateContainer(ctx, sb.Id, containerConfig(pod, c, attempt), sandboxConfig(pod, sb.Metadata.Attempt))
+	id, err := s.rt.CreateContainer(ctx, sb.Id, containerConfig(pod, c, attempt), sandboxConfig(pod, sb.Metadata.Attempt, s.logsDir))
 	if err != nil {
 		return fmt.Errorf("create container %s: %w", c.Name, err)
 	}
