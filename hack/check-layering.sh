@@ -6,7 +6,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 mod=github.com/nodekit/nodekit
-blocks="nodestatus lease pleg podworkers eviction prober syncloop"
+blocks="nodestatus lease pleg podworkers eviction prober syncloop kubeletapi"
 bad=0
 if go list -deps ./... | grep -q '^k8s.io/kubernetes'; then
   echo "the library imports k8s.io/kubernetes:"; go list -deps ./... | grep '^k8s.io/kubernetes' | head; bad=1

@@ -1,5 +1,5 @@
 // Command kubelet is nodekit's reference node agent: the kubelet's loop
-// assembled from nodekit's seven packages (see package agent).
+// assembled from nodekit's eight packages (see package agent).
 //
 // Modes:
 //

@@ -170,7 +170,7 @@ func (a *Agent) close(ctx context.Context) {
 	}
 }
 
-// build wires the seven packages.
+// build wires the eight packages.
 func (a *Agent) build(ctx context.Context) error {
 	var err error
 	backoff := &crashBackoff{clock: a.opts.Clock, entries: map[string]backoffEntry{}}
