@@ -6,7 +6,12 @@
 //
 // It uses one credential for every node: give it a role that may create and
 // patch nodes and node status, renew leases in kube-node-lease, list and watch
-// pods, patch pod status and delete pods.
+// pods, patch pod status and delete pods, and (for the kubelet API's webhook
+// authentication and authorization) create tokenreviews and
+// subjectaccessreviews.
+//
+// All nodes share one kubelet API server (--port, default 10250) for kubectl
+// logs and exec of their pods.
 package main
 
 import (
@@ -14,6 +19,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -42,6 +48,9 @@ func run() error {
 		nodes, cpu, pods           int
 		qps                        float64
 		readyDelay, stopDelay      time.Duration
+		nodeIP, address            string
+		port                       int
+		api                        vnodes.APIConfig
 	)
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig (default: in-cluster config or $KUBECONFIG)")
 	fs.IntVar(&nodes, "nodes", 10, "number of virtual nodes")
@@ -52,6 +61,15 @@ func run() error {
 	fs.DurationVar(&readyDelay, "ready-delay", time.Second, "time from a pod's creation to Running and Ready")
 	fs.DurationVar(&stopDelay, "stop-delay", 0, "time containers take to stop after SIGTERM (cut at the grace period)")
 	fs.Float64Var(&qps, "qps", 200, "API requests per second for pod traffic (heartbeats are not limited)")
+	fs.StringVar(&nodeIP, "node-ip", "", "InternalIP of every node, where the API server reaches the kubelet API (default: one address per node from 172.16.0.0/12, not routable)")
+	fs.StringVar(&address, "address", "0.0.0.0", "IP address the kubelet API listens on")
+	fs.IntVar(&port, "port", 10250, "port of the kubelet API shared by all nodes (kubectl logs, exec); 0 disables it")
+	fs.StringVar(&api.TLSCertFile, "tls-cert-file", "", "serving certificate of the kubelet API (default: self-signed)")
+	fs.StringVar(&api.TLSKeyFile, "tls-private-key-file", "", "private key of --tls-cert-file")
+	fs.StringVar(&api.ClientCAFile, "client-ca-file", "", "CA bundle that authenticates client certificates (the API server's kubelet client)")
+	fs.BoolVar(&api.TokenWebhook, "authentication-token-webhook", true, "authenticate bearer tokens with TokenReviews")
+	fs.BoolVar(&api.Anonymous, "anonymous-auth", false, "let unauthenticated requests in as system:anonymous")
+	fs.StringVar(&api.AuthorizationMode, "authorization-mode", vnodes.AuthorizationWebhook, "kubelet API authorization: Webhook (SubjectAccessReviews) or AlwaysAllow")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	fs.Var(klogFlags.Lookup("v").Value, "v", "log verbosity")
@@ -64,6 +82,12 @@ func run() error {
 	mem, err := resource.ParseQuantity(memory)
 	if err != nil {
 		return fmt.Errorf("--memory: %w", err)
+	}
+	if port < 0 || port > 65535 {
+		return fmt.Errorf("--port %d out of range", port)
+	}
+	if nodeIP != "" && net.ParseIP(nodeIP) == nil {
+		return fmt.Errorf("--node-ip %q is not an IP address", nodeIP)
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
@@ -89,8 +113,16 @@ func run() error {
 	for i := range names {
 		names[i] = fmt.Sprintf("%s%d", prefix, i)
 	}
-	a, err := vnodes.New(vnodes.Config{Client: client, HeartbeatClient: heartbeat, Nodes: names,
-		CPU: cpu, Memory: mem, Pods: pods, Provider: sim})
+	cfg := vnodes.Config{Client: client, HeartbeatClient: heartbeat, Nodes: names,
+		CPU: cpu, Memory: mem, Pods: pods, Provider: sim}
+	if nodeIP != "" {
+		cfg.NodeIP = func(int) string { return nodeIP }
+	}
+	if port != 0 {
+		api.Addr = net.JoinHostPort(address, fmt.Sprint(port))
+		cfg.API = &api
+	}
+	a, err := vnodes.New(cfg)
 	if err != nil {
 		return err
 	}

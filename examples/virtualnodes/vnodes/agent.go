@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/nodekit/nodekit/kubeletapi"
 	"github.com/nodekit/nodekit/lease"
 	"github.com/nodekit/nodekit/podworkers"
 )
@@ -37,6 +38,11 @@ type Agent struct {
 	pods    cache.SharedIndexInformer
 	syncer  *syncer
 	running atomic.Bool
+	// The kubelet API, nil when not served; apiPort is its bound port
+	// (set by Run before the nodes report status).
+	api     *kubeletapi.Server
+	apiLn   *lazyListener
+	apiPort atomic.Int32
 }
 
 // New validates cfg and builds the agent; nothing talks to the API server
@@ -56,7 +62,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("vnodes: lease: %w", err)
 	}
 	for i, name := range cfg.Nodes {
-		n, err := newNode(&a.cfg, i, name)
+		n, err := newNode(&a.cfg, i, name, &a.apiPort)
 		if err != nil {
 			return nil, err
 		}
@@ -68,6 +74,11 @@ func New(cfg Config) (*Agent, error) {
 		ResyncInterval: cfg.PodResyncInterval, Clock: cfg.Clock, Registerer: cfg.Registerer})
 	if err != nil {
 		return nil, fmt.Errorf("vnodes: podworkers: %w", err)
+	}
+	if cfg.API != nil {
+		if err := a.buildAPI(); err != nil {
+			return nil, err
+		}
 	}
 	return a, nil
 }

@@ -85,6 +85,11 @@ type Config struct {
 	// PodResyncInterval is podworkers' resync period; default 1m.
 	PodResyncInterval time.Duration
 
+	// API, if set, serves the kubelet API (kubectl logs, exec) of every
+	// node from one server, and the nodes report its port; nil: not
+	// served, the nodes report port 0.
+	API *APIConfig
+
 	// Clock drives every timer; default the real clock.
 	Clock clock.WithTicker
 	// Registerer receives the lease and pod worker metrics; nil: none.
@@ -155,6 +160,13 @@ func (c *Config) setDefaults() error {
 			return err
 		}
 		c.Provider = sim
+	}
+	if c.API != nil {
+		api := *c.API // defaults go to a copy
+		if err := api.validate(); err != nil {
+			return err
+		}
+		c.API = &api
 	}
 	return nil
 }

@@ -27,6 +27,12 @@
 //     housekeeping (SyncKnownPods) every two, like the kubelet's sync loop.
 //     Providers that implement PodNotifier get a sync of a pod as soon as they
 //     report it changed.
+//   - Kubelet API (Config.API): one kubeletapi.Server in MultiNode mode for
+//     all nodes, whose port every node reports in
+//     status.daemonEndpoints. It lists the agent's pods with their latest
+//     status and serves kubectl logs, exec, attach and port-forward through
+//     the Provider's optional LogProvider and ExecProvider (in process, with
+//     kubeletapi.NewInlineStreamer). It runs inside Run and stops with it.
 //
 // # Host duties
 //
@@ -44,6 +50,8 @@
 //   - No node informer: nodestatus diffs against the Node it wrote last.
 //   - No probes, volumes, images, eviction or static pods; the Provider owns
 //     everything below "pod is running".
+//   - One kubelet API server and one port for all nodes, authorized on every
+//     node (no node name in the review); no stats, metrics or /run.
 //   - Node status Ready is recomputed every StatusUpdateFrequency; a change of
 //     provider health is not pushed sooner.
 package vnodes

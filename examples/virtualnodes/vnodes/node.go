@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"sync/atomic"
 	"time"
 
 	cadvisorapi "github.com/google/cadvisor/info/v1"
@@ -25,8 +26,9 @@ type node struct {
 }
 
 // newNode builds the nodestatus controller of the i-th node: fixed
-// capacity, Go runtime, no pressure, Ready from the provider's health.
-func newNode(cfg *Config, i int, name string) (*node, error) {
+// capacity, Go runtime, the kubelet API's port, no pressure, Ready from the
+// provider's health.
+func newNode(cfg *Config, i int, name string, apiPort *atomic.Int32) (*node, error) {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(name))
 	id := fmt.Sprintf("%016x", h.Sum64())
@@ -46,6 +48,7 @@ func newNode(cfg *Config, i int, name string) (*node, error) {
 		n.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}, {Type: v1.NodeHostName, Address: name}}
 		n.Status.NodeInfo.KubeletVersion = nodestatus.DefaultKubeletVersion
 		n.Status.NodeInfo.ContainerRuntimeVersion = "virtual://nodekit"
+		n.Status.DaemonEndpoints.KubeletEndpoint.Port = apiPort.Load()
 		return nil
 	}, nil)
 	b.Add(nodestatus.MemoryPressureCondition(cfg.Clock, never, nil))

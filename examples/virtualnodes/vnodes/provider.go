@@ -2,10 +2,13 @@ package vnodes
 
 import (
 	"context"
+	"io"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodekit/nodekit/kubeletapi"
 )
 
 // Provider runs the pods bound to the virtual nodes: a simulator, a cloud
@@ -44,4 +47,31 @@ type Provider interface {
 // are only refreshed at each resync (podworkers' ResyncInterval).
 type PodNotifier interface {
 	NotifyPods(notify func(uid types.UID))
+}
+
+// LogProvider is implemented by providers that keep their containers' logs:
+// the agent's kubelet API (Config.API) serves them to kubectl logs. Without
+// it /containerLogs answers 501.
+type LogProvider interface {
+	// ContainerLogs writes the log of the named container of pod as opts
+	// asks (previous, follow, tailLines, sinceSeconds, sinceTime,
+	// limitBytes, timestamps) to stdout and stderr; a nil writer was not
+	// requested. With opts.Follow it returns when the container stops or
+	// ctx is done. An error says why there is no log (not started, no
+	// previous instance); it is answered 400 with its message, as the
+	// kubelet does. The pod is one of the agent's, with its latest status,
+	// and the container is in its spec.
+	ContainerLogs(ctx context.Context, pod *v1.Pod, container string, opts *v1.PodLogOptions, stdout, stderr io.Writer) error
+}
+
+// ExecProvider is implemented by providers that run kubectl exec, attach
+// and port-forward sessions in process; the agent's kubelet API serves them
+// through kubeletapi.NewInlineStreamer. Without it those endpoints answer
+// 501. Exec's error is the command's exit: a k8s.io/utils/exec.ExitError
+// (such as CodeExitError, returned as is, not wrapped) reports its exit code
+// to the client; any other error is reported as a failure to run the
+// command. Methods block until the session ends and must return when ctx is
+// done.
+type ExecProvider interface {
+	kubeletapi.ContainerRuntime
 }

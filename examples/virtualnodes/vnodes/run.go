@@ -27,13 +27,23 @@ const (
 	notReadySyncPeriod = time.Second
 )
 
-// Run registers the nodes, keeps their leases and status, and runs their
-// pods until ctx is done. It returns nil after a clean stop, with every
-// goroutine it started ended. It may be called once.
+// Run registers the nodes, keeps their leases and status, runs their pods
+// and serves the kubelet API (Config.API) until ctx is done. It returns nil
+// after a clean stop, with every goroutine it started ended; an error if the
+// API's address cannot be bound (before anything starts) or the server
+// fails (everything stops). It may be called once.
 func (a *Agent) Run(ctx context.Context) error {
 	if !a.running.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
 	}
+	if a.api != nil {
+		// Bound before the nodes report their status, which carries the port.
+		if err := a.bindAPI(); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	logger := klog.FromContext(ctx)
 	if n, ok := a.cfg.Provider.(PodNotifier); ok {
 		n.NotifyPods(func(uid types.UID) { a.sync(ctx, uid) })
@@ -43,6 +53,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		UpdateFunc: func(_, obj any) { a.onPod(ctx, obj, podworkers.UpdateUpdate) },
 		DeleteFunc: func(obj any) { a.onPodDeleted(ctx, obj) },
 	}); err != nil {
+		if a.api != nil {
+			_ = a.apiLn.Close()
+		}
 		return fmt.Errorf("vnodes: pod informer: %w", err)
 	}
 	logger.Info("Starting virtual nodes", "nodes", len(a.nodes))
@@ -57,7 +70,21 @@ func (a *Agent) Run(ctx context.Context) error {
 	for range a.cfg.StatusWorkers {
 		fns = append(fns, func(ctx context.Context) { a.statusWorker(ctx, work, done) })
 	}
+	var apiErr error
+	if a.api != nil {
+		fns = append(fns, func(ctx context.Context) {
+			// The server fails only if it cannot serve: stop the agent,
+			// as a kubelet exits.
+			if apiErr = a.api.Run(ctx); apiErr != nil {
+				cancel()
+			}
+		})
+	}
 	runAll(ctx, fns...)
+	if apiErr != nil {
+		logger.Error(apiErr, "Stopped virtual nodes: the kubelet API failed")
+		return fmt.Errorf("vnodes: kubelet API: %w", apiErr)
+	}
 	logger.Info("Stopped virtual nodes")
 	return nil
 }

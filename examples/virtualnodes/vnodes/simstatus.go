@@ -21,21 +21,11 @@ const (
 	simulatedImageIDTag = "virtual://"
 )
 
-// simStatus is the pure status computation of a simulated pod at now.
-func simStatus(pod *v1.Pod, p *simPod, now time.Time) *v1.PodStatus {
-	sec := func(t time.Time) metav1.Time { return metav1.NewTime(t.Truncate(time.Second)) }
-	created := sec(p.created)
-	st := &v1.PodStatus{
-		Phase:     v1.PodPending,
-		StartTime: &created,
-		PodIP:     p.ip,
-		PodIPs:    []v1.PodIP{{IP: p.ip}},
-	}
-	// Where the pod is: pending, running, or ended (exited on its own or
-	// stopped) at end with code.
-	running := !now.Before(p.readyAt)
-	var end time.Time
-	var code int32
+// outcome says where a simulated pod is at now: whether its containers
+// ran (they run from readyAt), and when and with which code they ended
+// (exited on its own or stopped); a zero end means they have not.
+func (p *simPod) outcome(now time.Time) (running bool, end time.Time, code int32) {
+	running = !now.Before(p.readyAt)
 	switch {
 	case !p.stopped.IsZero():
 		end = p.stopped
@@ -48,10 +38,24 @@ func simStatus(pod *v1.Pod, p *simPod, now time.Time) *v1.PodStatus {
 	case !p.exitAt.IsZero() && !now.Before(p.exitAt):
 		end, code = p.exitAt, p.exitCode
 	}
-	ended := !end.IsZero()
-	if ended && end.Before(p.readyAt) {
+	if !end.IsZero() && end.Before(p.readyAt) {
 		running = false // stopped before it ever ran
 	}
+	return running, end, code
+}
+
+// simStatus is the pure status computation of a simulated pod at now.
+func simStatus(pod *v1.Pod, p *simPod, now time.Time) *v1.PodStatus {
+	sec := func(t time.Time) metav1.Time { return metav1.NewTime(t.Truncate(time.Second)) }
+	created := sec(p.created)
+	st := &v1.PodStatus{
+		Phase:     v1.PodPending,
+		StartTime: &created,
+		PodIP:     p.ip,
+		PodIPs:    []v1.PodIP{{IP: p.ip}},
+	}
+	running, end, code := p.outcome(now)
+	ended := !end.IsZero()
 	switch {
 	case ended && code == 0:
 		st.Phase = v1.PodSucceeded

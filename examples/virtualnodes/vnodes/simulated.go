@@ -28,6 +28,10 @@ const (
 	// that needs longer than the grace period is cut short at its end and
 	// the containers report exit code 137.
 	AnnotationStopAfter = "virtualnodes.nodekit.io/stop-after"
+	// AnnotationLog is what every container of the pod writes to stdout
+	// when it starts, after its "started container <name>" line (one log
+	// line per line of the value). See Simulated.ContainerLogs.
+	AnnotationLog = "virtualnodes.nodekit.io/log"
 )
 
 // SimulatedConfig configures the simulated provider.
@@ -47,7 +51,9 @@ type SimulatedConfig struct {
 
 // Simulated is a Provider whose pods exist only in memory: containers
 // become ready after ReadyDelay, exit per AnnotationExitAfter and stop per
-// AnnotationStopAfter within the grace period. It is safe for concurrent use.
+// AnnotationStopAfter within the grace period. It also serves deterministic
+// logs (LogProvider) and a few built-in exec commands (ExecProvider). It is
+// safe for concurrent use.
 type Simulated struct {
 	cfg SimulatedConfig
 
@@ -68,11 +74,25 @@ type simPod struct {
 	killed   bool      // stopped at the end of the grace period
 	ip       string
 	timers   []clock.Timer
+	// ended is closed once the containers have ended (exited or stopped)
+	// or the pod is forgotten: log followers wait on it.
+	ended chan struct{}
+}
+
+// markEnded closes ended once. Call with the simulator's lock held.
+func (p *simPod) markEnded() {
+	select {
+	case <-p.ended:
+	default:
+		close(p.ended)
+	}
 }
 
 var (
-	_ Provider    = (*Simulated)(nil)
-	_ PodNotifier = (*Simulated)(nil)
+	_ Provider     = (*Simulated)(nil)
+	_ PodNotifier  = (*Simulated)(nil)
+	_ LogProvider  = (*Simulated)(nil)
+	_ ExecProvider = (*Simulated)(nil)
 )
 
 // NewSimulated returns a simulated provider.
@@ -128,6 +148,7 @@ func (s *Simulated) Close() {
 	s.closed = true
 	for _, p := range s.pods {
 		p.stopTimers()
+		p.markEnded()
 	}
 }
 
@@ -150,23 +171,28 @@ func (s *Simulated) CreatePod(_ context.Context, pod *v1.Pod) error {
 		return nil
 	}
 	now := s.cfg.Clock.Now()
-	p := &simPod{created: now, readyAt: now.Add(s.cfg.ReadyDelay), exitCode: exitCode, ip: s.allocIP()}
+	p := &simPod{created: now, readyAt: now.Add(s.cfg.ReadyDelay), exitCode: exitCode, ip: s.allocIP(),
+		ended: make(chan struct{})}
 	if s.cfg.ReadyDelay > 0 {
-		p.timers = append(p.timers, s.after(s.cfg.ReadyDelay, pod.UID))
+		p.timers = append(p.timers, s.after(s.cfg.ReadyDelay, pod.UID, nil))
 	}
 	if exitAfter > 0 && exits(pod.Spec.RestartPolicy, exitCode) {
 		p.exitAt = p.readyAt.Add(exitAfter)
-		p.timers = append(p.timers, s.after(s.cfg.ReadyDelay+exitAfter, pod.UID))
+		p.timers = append(p.timers, s.after(s.cfg.ReadyDelay+exitAfter, pod.UID, p.markEnded))
 	}
 	s.pods[pod.UID] = p
 	return nil
 }
 
-// after notifies the agent about uid once d has passed. Call with s.mu held.
-func (s *Simulated) after(d time.Duration, uid types.UID) clock.Timer {
+// after runs onFire (if not nil, with s.mu held) and notifies the agent
+// about uid once d has passed. Call with s.mu held.
+func (s *Simulated) after(d time.Duration, uid types.UID, onFire func()) clock.Timer {
 	return s.cfg.Clock.AfterFunc(d, func() {
 		s.mu.Lock()
 		notify, closed := s.notify, s.closed
+		if onFire != nil && !closed {
+			onFire()
+		}
 		s.mu.Unlock()
 		if notify != nil && !closed {
 			notify(uid)
@@ -223,6 +249,7 @@ func (s *Simulated) DeletePod(ctx context.Context, pod *v1.Pod, gracePeriod time
 	now := s.cfg.Clock.Now()
 	if !p.exitAt.IsZero() && !now.Before(p.exitAt) {
 		p.stopped = p.exitAt // exited on its own
+		p.markEnded()
 		s.mu.Unlock()
 		return nil
 	}
@@ -244,6 +271,7 @@ func (s *Simulated) DeletePod(ctx context.Context, pod *v1.Pod, gracePeriod time
 	defer s.mu.Unlock()
 	p.stopped, p.killed = s.cfg.Clock.Now(), killed
 	p.stopTimers()
+	p.markEnded()
 	return nil
 }
 
@@ -253,6 +281,7 @@ func (s *Simulated) ForgetPod(uid types.UID) {
 	defer s.mu.Unlock()
 	if p, ok := s.pods[uid]; ok {
 		p.stopTimers()
+		p.markEnded()
 		delete(s.pods, uid)
 	}
 }

@@ -129,6 +129,20 @@ func (s *syncer) report(ctx context.Context, pod *v1.Pod, statusFn podworkers.St
 	return st, nil
 }
 
+// withStatus returns pod with the status last reported for it, if any (a
+// shallow copy: read only).
+func (s *syncer) withStatus(pod *v1.Pod) *v1.Pod {
+	s.mu.Lock()
+	st, ok := s.patched[pod.UID]
+	s.mu.Unlock()
+	if !ok {
+		return pod
+	}
+	p := *pod
+	p.Status = *st
+	return &p
+}
+
 // forget drops what the syncer remembers of a pod gone from the API.
 func (s *syncer) forget(uid types.UID) {
 	s.mu.Lock()
