@@ -40,6 +40,9 @@ type container struct {
 	timers      []stopper     // pending exits, cancelled on exit
 	exited      chan struct{} // closed when the container reaches EXITED
 	usage       ContainerUsage
+
+	output        []logEntry    // what it printed, for attach
+	outputChanged chan struct{} // closed (and reset) when output grows; nil until awaited
 }
 
 func (c *container) metadata() *runtimeapi.ContainerMetadata {

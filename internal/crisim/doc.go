@@ -22,9 +22,61 @@
 // What a container "does" once started is decided by a [Script] selected
 // with a [Match] on container name, pod name and namespace; by default it
 // runs forever. Scripts can exit after a delay, fail to start, or take time
-// to react to StopContainer. ExecSync answers are scripted the same way with
-// [Sim.ScriptExec], and resource usage is set with [Sim.SetContainerStats],
-// [Sim.SetPodSandboxStats] and [Sim.SetImageFsUsage].
+// to react to StopContainer. What it prints is scripted the same way with
+// [Sim.ScriptLogs] and [Sim.ScriptLogLines] (or printed later with
+// [Sim.AppendLog]), ExecSync and Exec answers with [Sim.ScriptExec], port
+// forwarding targets with [Sim.ScriptPortForward], and resource usage is set
+// with [Sim.SetContainerStats], [Sim.SetPodSandboxStats] and
+// [Sim.SetImageFsUsage]. The simulator reads no annotations: a host that
+// scripts from pod annotations (as the reference agent does) calls these
+// methods itself.
+//
+// # Logs
+//
+// As real runtimes do, a container's ContainerStatus.LogPath is the
+// sandbox's PodSandboxConfig.LogDirectory joined with the container's
+// ContainerConfig.LogPath (the LogPath alone without a LogDirectory). When
+// the container starts, the simulator creates that file (and its
+// directory) and writes the scripted lines to it in the CRI log format the
+// kubelet reads, one full line ("F") per entry, stamped with the start time
+// on the injected clock:
+//
+//	2026-03-01T12:00:01.000000000Z stdout F hello
+//	2026-03-01T12:00:01.000000000Z stderr F oops
+//
+// AppendLog appends more lines, stamped with the clock's current time.
+// Each write opens the file in append mode, so rotation by the host works.
+// Relative paths are not written, and a log that cannot be written (say,
+// a LogDirectory on a read-only file system or under a regular file) is
+// silently skipped: the container runs as usual.
+//
+// # Streaming
+//
+// Exec, Attach and PortForward return URLs on an HTTP server from
+// k8s.io/cri-streaming, the one containerd and CRI-O embed, listening on
+// [Config.StreamingAddr] (a free loopback port by default). It starts with
+// the first of these RPCs and stops with the stop function of
+// [Sim.ListenAndServe], which closes open sessions and waits for them.
+// The RPCs fail with NotFound for unknown IDs and FailedPrecondition for a
+// container that does not run or a sandbox that is not ready. Sessions
+// play scripts; nothing is executed:
+//
+//   - Exec plays the command's [ExecResult] as ExecSync does: it waits for
+//     Delay on the injected clock, copies stdin to stdout if EchoStdin (an
+//     unscripted `cat` does) until the client closes stdin, writes Stdout
+//     and Stderr (both to stdout with a TTY) and ends with the exit code,
+//     which clients such as client-go's remotecommand report as an exit
+//     error.
+//   - Attach writes what the container has printed since it started and
+//     then what it prints, until the container exits (the session then
+//     succeeds), the client closes stdin (what it sends is discarded) or
+//     the server stops. A client that disconnects is noticed through stdin
+//     if it attached one, otherwise at the next line written.
+//   - PortForward connects each forwarded port to the TCP address
+//     scripted with [Sim.ScriptPortForward] (typically a listener of the
+//     test) and copies both ways until the target closes the connection;
+//     a port without a target fails, the client getting the error on the
+//     port's error stream.
 //
 // # Time
 //
@@ -62,19 +114,21 @@
 //
 // # Unimplemented RPCs
 //
-// RPCs that only make sense with real processes are left to the embedded
-// Unimplemented servers and answer codes.Unimplemented: Exec, Attach and
-// PortForward (streaming endpoints), CheckpointContainer, and the metrics
-// RPCs ListMetricDescriptors, ListPodSandboxMetrics and
-// StreamPodSandboxMetrics. Everything else, including the streaming list
-// RPCs (StreamPodSandboxes, StreamContainers, StreamImages,
-// StreamContainerStats, StreamPodSandboxStats), is implemented.
+// RPCs that only make sense with real processes or metrics are left to the
+// embedded Unimplemented servers and answer codes.Unimplemented:
+// CheckpointContainer, and the metrics RPCs ListMetricDescriptors,
+// ListPodSandboxMetrics and StreamPodSandboxMetrics. Everything else,
+// including the streaming list RPCs (StreamPodSandboxes, StreamContainers,
+// StreamImages, StreamContainerStats, StreamPodSandboxStats) and the
+// streaming endpoints (Exec, Attach, PortForward, see above), is
+// implemented.
 //
 // # Serving
 //
 // [Sim.ListenAndServe] serves on a unix socket and returns the endpoint
 // ("unix://" + path) to give to cri-client, plus a stop function that ends
-// event streams and pending waits, then stops the server gracefully (falling
-// back to a hard stop) and leaves no goroutine behind. [Start] wraps this for
+// event streams, pending waits and streaming sessions, then stops the
+// server gracefully (falling back to a hard stop) and leaves no goroutine
+// behind. [Start] wraps this for
 // tests.
 package crisim

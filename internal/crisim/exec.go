@@ -11,7 +11,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// ExecResult is the scripted outcome of an ExecSync call.
+// ExecResult is the scripted outcome of an ExecSync call or of a streaming
+// Exec session.
 type ExecResult struct {
 	// Stdout and Stderr are the command's output.
 	Stdout string
@@ -23,6 +24,11 @@ type ExecResult struct {
 	// exceeds the request timeout the call fails with DeadlineExceeded once
 	// the timeout has elapsed.
 	Delay time.Duration
+	// EchoStdin makes a streaming Exec that has stdin copy it to stdout
+	// until the client closes it, before writing Stdout and Stderr (as
+	// `cat` would). ExecSync has no stdin and ignores it. An unscripted
+	// `cat` without arguments echoes.
+	EchoStdin bool
 }
 
 type execRule struct {
@@ -34,7 +40,9 @@ type execRule struct {
 // ScriptExec makes ExecSync in the containers selected by m answer r when
 // the command starts with prefix (an empty prefix matches every command).
 // When several rules match, the last one registered wins; without any, a
-// command succeeds at once with empty output.
+// command succeeds at once with empty output (and a streaming `cat` echoes
+// its stdin, see ExecResult.EchoStdin). The rules serve ExecSync and the
+// streaming Exec alike.
 func (s *Sim) ScriptExec(m Match, prefix []string, r ExecResult) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -48,7 +56,20 @@ func (s *Sim) execResultLocked(target Match, cmd []string) ExecResult {
 			return rule.result
 		}
 	}
-	return ExecResult{}
+	return ExecResult{EchoStdin: slices.Equal(cmd, []string{"cat"})}
+}
+
+// runningContainerLocked returns the container id if it is running, and
+// NotFound or FailedPrecondition otherwise.
+func (s *Sim) runningContainerLocked(id string) (*container, error) {
+	c, ok := s.containers[id]
+	if !ok {
+		return nil, notFound("container", id)
+	}
+	if !c.running() {
+		return nil, precondition("container %q is not running (state %s)", c.id, c.state)
+	}
+	return c, nil
 }
 
 // ExecSync answers with the scripted result for the container and command.
@@ -56,14 +77,10 @@ func (s *Sim) execResultLocked(target Match, cmd []string) ExecResult {
 func (r *runtimeService) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
 	s := r.sim
 	s.mu.Lock()
-	c, ok := s.containers[req.ContainerId]
-	if !ok {
+	c, err := s.runningContainerLocked(req.ContainerId)
+	if err != nil {
 		s.mu.Unlock()
-		return nil, notFound("container", req.ContainerId)
-	}
-	if !c.running() {
-		s.mu.Unlock()
-		return nil, precondition("container %q is not running (state %s)", c.id, c.state)
+		return nil, err
 	}
 	res := s.execResultLocked(c.target, req.Cmd)
 	s.mu.Unlock()

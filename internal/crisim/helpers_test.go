@@ -2,6 +2,9 @@ package crisim
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -23,6 +26,22 @@ const (
 
 // epoch is where fake clocks start; CRI clients reject zero timestamps.
 var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// logRoot holds the log directories of the sandboxes of podConfig: started
+// containers write their logs there.
+var logRoot string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "crisim-logs")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	logRoot = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
 
 // env is a Sim served on a socket with cri-client runtime and image clients.
 type env struct {
@@ -71,7 +90,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 func podConfig(name string) *runtimeapi.PodSandboxConfig {
 	return &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "default", Uid: "uid-" + name},
-		LogDirectory: "/var/log/pods/default_" + name,
+		LogDirectory: filepath.Join(logRoot, "default_"+name),
 		Labels:       map[string]string{"app": name},
 		Annotations:  map[string]string{"note": "pod " + name},
 	}

@@ -2,6 +2,7 @@ package crisim
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -37,7 +38,7 @@ func TestLifecycle(t *testing.T) {
 	require.Contains(t, st.ImageRef, "example.com/app@sha256:")
 	require.Equal(t, map[string]string{"container": "app"}, st.Labels)
 	require.Equal(t, map[string]string{"note": "container app"}, st.Annotations)
-	require.Equal(t, "/var/log/pods/default_web/app/1.log", st.LogPath)
+	require.Equal(t, filepath.Join(logRoot, "default_web", "app", "1.log"), st.LogPath)
 
 	e.clock.Step(time.Second)
 	require.NoError(t, e.rt.StartContainer(ctx, ctrID))

@@ -9,10 +9,11 @@ import (
 
 // runtimeService implements the CRI runtime service on top of a Sim. The
 // embedded Unimplemented server answers the RPCs listed in the package
-// documentation (Exec, Attach, PortForward, CheckpointContainer, metrics).
+// documentation (CheckpointContainer, metrics).
 type runtimeService struct {
 	runtimeapi.UnimplementedRuntimeServiceServer
-	sim *Sim
+	sim    *Sim
+	stream *streamServer // serves the Exec, Attach and PortForward URLs
 }
 
 // SetCondition sets a runtime condition reported by Status, such as

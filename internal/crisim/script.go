@@ -87,6 +87,7 @@ func (s *Sim) startLocked(c *container) error {
 	}
 	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
 	c.startedAt = now
+	s.printLocked(c, time.Unix(0, now), s.logLinesLocked(c.target))
 	s.publishContainerLocked(c, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
 	if sc.ExitAfter > 0 {
 		s.scheduleExitLocked(c, sc.ExitAfter, sc.ExitCode, sc.Reason, sc.Message)

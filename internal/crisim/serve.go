@@ -22,10 +22,11 @@ const maxSocketPath = 107
 // socket at socketPath, replacing a stale socket left there. It returns the
 // endpoint to give to cri-client ("unix://" + socketPath) and a function
 // that stops serving: it ends event streams and pending waits (latency,
-// StopContainer, ExecSync), stops the gRPC server gracefully, forces it
-// after Config.ShutdownGrace, and returns once every server goroutine has
-// exited. stop is idempotent. Containers keep their state and timers; the
-// Sim may be served again.
+// StopContainer, ExecSync), stops the streaming server of Exec, Attach and
+// PortForward (if an RPC started it) with its sessions, stops the gRPC
+// server gracefully, forces it after Config.ShutdownGrace, and returns once
+// every server goroutine has exited. stop is idempotent. Containers keep
+// their state and timers; the Sim may be served again.
 func (s *Sim) ListenAndServe(socketPath string) (endpoint string, stop func(), err error) {
 	if len(socketPath) > maxSocketPath {
 		return "", nil, fmt.Errorf("crisim: socket path %q is %d bytes, longer than the %d a unix socket allows",
@@ -45,7 +46,8 @@ func (s *Sim) ListenAndServe(socketPath string) (endpoint string, stop func(), e
 		grpc.ChainStreamInterceptor(s.streamInterceptor(quit)),
 		grpc.WaitForHandlers(true),
 	)
-	runtimeapi.RegisterRuntimeServiceServer(srv, &runtimeService{sim: s})
+	stream := newStreamServer(s, quit)
+	runtimeapi.RegisterRuntimeServiceServer(srv, &runtimeService{sim: s, stream: stream})
 	runtimeapi.RegisterImageServiceServer(srv, &imageService{sim: s})
 
 	served := make(chan struct{})
@@ -60,6 +62,7 @@ func (s *Sim) ListenAndServe(socketPath string) (endpoint string, stop func(), e
 	stop = func() {
 		once.Do(func() {
 			cancel()
+			stream.stop()
 			shutdown(srv, s.cfg.ShutdownGrace)
 			<-served
 		})

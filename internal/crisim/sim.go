@@ -21,6 +21,7 @@ const (
 	DefaultEventBuffer     = 256
 	DefaultStreamChunkSize = 100
 	DefaultShutdownGrace   = 5 * time.Second
+	DefaultStreamingAddr   = "127.0.0.1:0"
 )
 
 const (
@@ -62,6 +63,11 @@ type Config struct {
 	// ListenAndServe waits for a graceful stop before forcing it.
 	// Defaults to DefaultShutdownGrace.
 	ShutdownGrace time.Duration
+	// StreamingAddr is the TCP address ("host:port") of the HTTP server
+	// behind the Exec, Attach and PortForward URLs. It is started by the
+	// first of those RPCs and stopped with the gRPC server. Defaults to
+	// DefaultStreamingAddr, a free port on the loopback interface.
+	StreamingAddr string
 }
 
 func (c Config) withDefaults() Config {
@@ -86,6 +92,9 @@ func (c Config) withDefaults() Config {
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = DefaultShutdownGrace
 	}
+	if c.StreamingAddr == "" {
+		c.StreamingAddr = DefaultStreamingAddr
+	}
 	return c
 }
 
@@ -103,6 +112,8 @@ type Sim struct {
 	images     map[string]*image
 	scripts    []scriptRule
 	execs      []execRule
+	logs       []logRule
+	forwards   []forwardRule
 	faults     map[string]*faultState
 	calls      map[string]int
 	conditions []*runtimeapi.RuntimeCondition
