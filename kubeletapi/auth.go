@@ -2,9 +2,12 @@ package kubeletapi
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -26,9 +29,9 @@ func webhookRetryBackoff() *wait.Backoff {
 
 // buildAuth builds the authenticator and authorizer from cfg with the
 // staging delegating factories, as the kubelet does. caFile, when not nil,
-// must be run to follow changes of the client CA file.
-func buildAuth(cfg *Config) (authenticator.Request, authorizer.Authorizer, *dynamiccertificates.DynamicFileCAContent, error) {
-	var caFile *dynamiccertificates.DynamicFileCAContent
+// must be watched to follow changes of the client CA file.
+func buildAuth(cfg *Config) (authenticator.Request, authorizer.Authorizer, *clientCAFile, error) {
+	var caFile *clientCAFile
 	authn := cfg.Authenticator
 	if authn == nil {
 		ac := authenticatorfactory.DelegatingAuthenticatorConfig{
@@ -42,7 +45,7 @@ func buildAuth(cfg *Config) (authenticator.Request, authorizer.Authorizer, *dyna
 		}
 		if cfg.Auth.ClientCAFile != "" {
 			var err error
-			caFile, err = dynamiccertificates.NewDynamicCAContentFromFile("client-ca-bundle", cfg.Auth.ClientCAFile)
+			caFile, err = newClientCAFile(cfg.Auth.ClientCAFile)
 			if err != nil {
 				return nil, nil, nil, fmt.Errorf("%w: client CA file: %w", ErrInvalidConfig, err)
 			}
@@ -72,6 +75,68 @@ func buildAuth(cfg *Config) (authenticator.Request, authorizer.Authorizer, *dyna
 	}
 	return authn, authz, caFile, nil
 }
+
+// clientCAFile is the client CA bundle of the x509 authenticator: the
+// file's content as New read it, then, from watch on (Run), the staging
+// file watcher's. The watcher is not made in New because it runs
+// goroutines from its creation, which a Server that is never run (Handler
+// only) must not leave behind.
+type clientCAFile struct {
+	filename string
+
+	mu      sync.RWMutex
+	current dynamiccertificates.CAContentProvider
+}
+
+var _ dynamiccertificates.CAContentProvider = (*clientCAFile)(nil)
+
+func newClientCAFile(filename string) (*clientCAFile, error) {
+	b, err := os.ReadFile(filename)
+	if err != nil {
+		return nil, err
+	}
+	static, err := dynamiccertificates.NewStaticCAContent("client-ca-bundle", b)
+	if err != nil {
+		return nil, err
+	}
+	return &clientCAFile{filename: filename, current: static}, nil
+}
+
+// watch starts following the file: the returned content must be run until
+// Run ends.
+func (c *clientCAFile) watch() (*dynamiccertificates.DynamicFileCAContent, error) {
+	// Checked first: the staging constructor leaks its queue's goroutine
+	// when it fails.
+	if _, err := newClientCAFile(c.filename); err != nil {
+		return nil, fmt.Errorf("kubeletapi: client CA file: %w", err)
+	}
+	dyn, err := dynamiccertificates.NewDynamicCAContentFromFile("client-ca-bundle", c.filename)
+	if err != nil {
+		return nil, fmt.Errorf("kubeletapi: client CA file: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.current = dyn
+	return dyn, nil
+}
+
+func (c *clientCAFile) provider() dynamiccertificates.CAContentProvider {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.current
+}
+
+func (c *clientCAFile) Name() string { return "client-ca-bundle::" + c.filename }
+
+func (c *clientCAFile) CurrentCABundleContent() []byte { return c.provider().CurrentCABundleContent() }
+
+func (c *clientCAFile) VerifyOptions() (x509.VerifyOptions, bool) {
+	return c.provider().VerifyOptions()
+}
+
+// AddListener does nothing: the x509 authenticator asks VerifyOptions on
+// every request.
+func (c *clientCAFile) AddListener(dynamiccertificates.Listener) {}
 
 // isSubpath reports whether p is path or below it ("/stats" and
 // "/stats/summary" are under "/stats/").

@@ -17,7 +17,10 @@ import (
 // and port-forward without a CRI streaming server. Methods are called from
 // the session's goroutine and may block until the session ends; they must
 // return when ctx is done. A nil stdin, stdout or stderr means that stream
-// was not requested. resize is nil unless tty.
+// was not requested. resize is nil unless tty. For the client to see a
+// command's exit code, Exec returns a k8s.io/utils/exec.ExitError (such as
+// exec.CodeExitError) itself, not wrapped: the staging server does not
+// unwrap it.
 type ContainerRuntime interface {
 	Exec(ctx context.Context, pod *v1.Pod, container string, cmd []string, stdin io.Reader, stdout, stderr io.WriteCloser, tty bool, resize <-chan TerminalSize) error
 	Attach(ctx context.Context, pod *v1.Pod, container string, stdin io.Reader, stdout, stderr io.WriteCloser, tty bool, resize <-chan TerminalSize) error
@@ -25,8 +28,8 @@ type ContainerRuntime interface {
 }
 
 // NewInlineStreamer returns a Streamer that serves each session in process
-// over rt with the staging streaming protocols (SPDY v1-v5 and WebSocket
-// channels, as a CRI runtime's streaming server does). Zero timeouts mean
+// over rt with the staging streaming protocols (SPDY and WebSocket channels
+// v1-v4, as a CRI runtime's streaming server does). Zero timeouts mean
 // DefaultStreamIdleTimeout and DefaultStreamCreationTimeout.
 func NewInlineStreamer(rt ContainerRuntime, idleTimeout, creationTimeout time.Duration) (Streamer, error) {
 	if rt == nil {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/klog/v2"
 )
 
@@ -19,9 +18,9 @@ import (
 type Server struct {
 	cfg     Config
 	cert    *servingCert
-	caFile  *dynamiccertificates.DynamicFileCAContent // nil without a client CA file
-	secure  http.Handler                              // authenticated routes
-	open    http.Handler                              // read-only routes without authentication
+	caFile  *clientCAFile // nil without a client CA file
+	secure  http.Handler  // authenticated routes
+	open    http.Handler  // read-only routes without authentication
 	metrics *serverMetrics
 }
 
@@ -51,7 +50,8 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Handler returns the authenticated API as a handler (without TLS): for
-// hosts that serve it themselves, and for tests.
+// hosts that serve it themselves, and for tests. The client CA file is
+// followed only while Run runs; without Run it is the content New read.
 func (s *Server) Handler() http.Handler { return s.instrument("readwrite", s.secure) }
 
 // routes builds the mux: every endpoint when full, else the read-only set
@@ -112,19 +112,14 @@ func (s *Server) pods(w http.ResponseWriter, _ *http.Request) {
 // have finished. A listener that cannot be opened is an error.
 func (s *Server) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// Deferred calls run last first: cancel, then wait.
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	goRun := func(f func(context.Context)) {
 		wg.Add(1)
 		go func() { defer wg.Done(); f(ctx) }()
-	}
-	if s.caFile != nil {
-		goRun(func(ctx context.Context) { s.caFile.Run(ctx, 1) })
-	}
-	if s.cert.files != nil {
-		goRun(func(ctx context.Context) { s.cert.files.Run(ctx, 1) })
 	}
 
 	type listener struct {
@@ -160,6 +155,9 @@ func (s *Server) Run(ctx context.Context) error {
 		open("healthz", s.cfg.HealthzListener, s.cfg.HealthzAddr, healthz, false),
 		open("read-only", nil, s.cfg.ReadOnlyAddr, s.instrument("readonly", s.open), false),
 	)
+	if err == nil {
+		err = s.watchFiles(goRun)
+	}
 	if err != nil {
 		closeAll()
 		return err
@@ -179,6 +177,26 @@ func (s *Server) Run(ctx context.Context) error {
 	case err := <-errs:
 		return err
 	}
+}
+
+// watchFiles follows the client CA and serving certificate files with the
+// staging file watchers, run by goRun until Run ends.
+func (s *Server) watchFiles(goRun func(func(context.Context))) error {
+	if s.caFile != nil {
+		caFile, err := s.caFile.watch()
+		if err != nil {
+			return err
+		}
+		goRun(func(ctx context.Context) { caFile.Run(ctx, 1) })
+	}
+	files, err := s.cert.watch()
+	if err != nil {
+		return err
+	}
+	if files != nil {
+		goRun(func(ctx context.Context) { files.Run(ctx, 1) })
+	}
+	return nil
 }
 
 // httpServer builds a server whose request contexts end with ctx, so that

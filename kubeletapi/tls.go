@@ -11,28 +11,28 @@ import (
 )
 
 // servingCert hands out the serving certificate: a fixed self-signed one,
-// or the current content of the certificate files, parsed once per change.
+// or the certificate files' content, parsed once per change. The files are
+// loaded once by New and followed only while Run runs (watch): the staging
+// file watcher runs goroutines from its creation, which a Server that is
+// never run (Handler only) must not leave behind.
 type servingCert struct {
-	files *dynamiccertificates.DynamicCertKeyPairContent // nil: self-signed
+	certFile, keyFile string // empty: self-signed
 
 	mu        sync.Mutex
+	files     *dynamiccertificates.DynamicCertKeyPairContent // set by watch
 	cert, key []byte
 	parsed    *tls.Certificate
 }
 
 func newServingCert(cfg *Config) (*servingCert, error) {
-	s := &servingCert{}
 	if cfg.TLSCertFile != "" {
-		files, err := dynamiccertificates.NewDynamicServingContentFromFiles("serving-cert", cfg.TLSCertFile, cfg.TLSKeyFile)
+		pair, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
 		if err != nil {
 			return nil, fmt.Errorf("%w: serving certificate: %w", ErrInvalidConfig, err)
 		}
-		s.files = files
-		if _, err := s.current(); err != nil {
-			return nil, fmt.Errorf("%w: serving certificate: %w", ErrInvalidConfig, err)
-		}
-		return s, nil
+		return &servingCert{certFile: cfg.TLSCertFile, keyFile: cfg.TLSKeyFile, parsed: &pair}, nil
 	}
+	s := &servingCert{}
 	host := cfg.NodeName
 	if host == "" {
 		host = "localhost"
@@ -47,6 +47,27 @@ func newServingCert(cfg *Config) (*servingCert, error) {
 	}
 	s.parsed = &pair
 	return s, nil
+}
+
+// watch starts following the certificate files: the returned content must
+// be run until Run ends. nil without files.
+func (s *servingCert) watch() (*dynamiccertificates.DynamicCertKeyPairContent, error) {
+	if s.certFile == "" {
+		return nil, nil
+	}
+	// Checked first: the staging constructor leaks its queue's goroutine
+	// when it fails.
+	if _, err := tls.LoadX509KeyPair(s.certFile, s.keyFile); err != nil {
+		return nil, fmt.Errorf("kubeletapi: serving certificate: %w", err)
+	}
+	files, err := dynamiccertificates.NewDynamicServingContentFromFiles("serving-cert", s.certFile, s.keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("kubeletapi: serving certificate: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.files = files
+	return files, nil
 }
 
 // current returns the certificate to serve.

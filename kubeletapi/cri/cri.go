@@ -111,9 +111,13 @@ func (r *Runtime) ContainerLogs(ctx context.Context, pod *v1.Pod, container stri
 	if path == "" {
 		return fmt.Errorf("container %q in pod %q has no log path", container, pod.Name)
 	}
-	// An empty write sends the headers before a follow blocks.
-	if stdout != nil {
-		_, _ = stdout.Write(nil)
+	// An empty write sends the headers before a follow blocks (to stderr
+	// when only stderr was asked for).
+	for _, w := range []io.Writer{stdout, stderr} {
+		if w != nil {
+			_, _ = w.Write(nil)
+			break
+		}
 	}
 	return logs.ReadLogs(ctx, path, id, LogOptions(opts, r.clock.Now()), r.rt, stdout, stderr)
 }
