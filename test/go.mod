@@ -58,7 +58,10 @@ require (
 	k8s.io/utils v0.0.0-20260210185600-b8788abfbbc2
 )
 
-require github.com/Microsoft/go-winio v0.6.2 // indirect
+require (
+	github.com/Microsoft/go-winio v0.6.2 // indirect
+	k8s.io/cri-streaming v0.36.3 // indirect
+)
 
 require (
 	cel.dev/expr v0.25.1 // indirect

@@ -24,6 +24,8 @@ import (
 
 // Flags are the kube-apiserver flags the harness always sets: the same
 // authorization and admission a production control plane applies to nodes.
+// The kubelet client flags (certificate, key, certificate authority and
+// preferred address types; see KubeletCAFile) are added at Start.
 var Flags = []string{
 	"--authorization-mode=Node,RBAC",
 	"--enable-admission-plugins=NodeRestriction",
@@ -39,6 +41,7 @@ type Server struct {
 	tb       *mainTB
 	etcd     *embed.Etcd
 	etcdDir  string
+	kubelet  *kubeletPKI
 	stopOnce sync.Once
 	teardown func()
 }
@@ -67,10 +70,18 @@ func Start() (*Server, error) {
 		return s, err
 	}
 	s.etcd = e
+	if err := os.Mkdir(s.pkiDir(), 0o700); err != nil {
+		s.Stop()
+		return s, err
+	}
+	if s.kubelet, err = newKubeletPKI(s.pkiDir()); err != nil {
+		s.Stop()
+		return s, fmt.Errorf("kubelet PKI: %w", err)
+	}
 
 	storage := storagebackend.NewDefaultConfig(path.Join(uuid.New().String(), "registry"), nil)
 	storage.Transport.ServerList = []string{clientURL}
-	result, err := startAPIServer(s.tb, storage)
+	result, err := startAPIServer(s.tb, storage, append(Flags[:len(Flags):len(Flags)], s.kubelet.flags...))
 	if err != nil {
 		s.Stop()
 		return s, err
@@ -86,13 +97,13 @@ func Start() (*Server, error) {
 
 // startAPIServer calls the upstream test server, turning its fatal paths
 // (which panic through mainTB.FailNow) into errors.
-func startAPIServer(tb *mainTB, storage *storagebackend.Config) (res kubeapiservertesting.TestServer, err error) {
+func startAPIServer(tb *mainTB, storage *storagebackend.Config, flags []string) (res kubeapiservertesting.TestServer, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("kube-apiserver failed to start: %v", r)
 		}
 	}()
-	res, err = kubeapiservertesting.StartTestServer(tb, nil, Flags, storage)
+	res, err = kubeapiservertesting.StartTestServer(tb, nil, flags, storage)
 	if err != nil {
 		return res, fmt.Errorf("start kube-apiserver: %w", err)
 	}
@@ -126,9 +137,15 @@ func (s *Server) Stop() {
 		if s.etcd != nil {
 			s.etcd.Close()
 		}
-		_ = os.RemoveAll(s.etcdDir)
+		if s.etcdDir != "" {
+			_ = os.RemoveAll(s.etcdDir)
+			_ = os.RemoveAll(s.pkiDir())
+		}
 	})
 }
+
+// pkiDir holds the kubelet PKI, next to etcd's data.
+func (s *Server) pkiDir() string { return s.etcdDir + "-kubelet-pki" }
 
 // Logs returns the most recent output of the apiserver, etcd and klog.
 func (s *Server) Logs() []byte { return s.logs.Bytes() }
