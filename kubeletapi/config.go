@@ -167,6 +167,7 @@ func (c *Config) defaults() error {
 		errs = append(errs, errors.New("NodeName and MultiNode are exclusive"))
 	}
 	if c.Pods == nil {
+		//lint:ignore ST1005 Pods is the field's name
 		errs = append(errs, errors.New("Pods is required"))
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
