@@ -13,6 +13,12 @@
 //
 //	func TestMain(m *testing.M) { apiserver.Main(m, &srv) }
 //
+// The apiserver reaches kubelets the way kubeadm sets it up: with a client
+// certificate (kube-apiserver-kubelet-client in system:masters) and
+// preferring a node's InternalIP, verifying the kubelet's serving
+// certificate. One CA signs both: give KubeletCAFile to a kubelet API as
+// its client CA, and serve it with a certificate from KubeletServingCert.
+//
 // The apiserver and etcd log thousands of lines; the harness keeps the most
 // recent output in memory and prints it only when a test fails (or when
 // NODEKIT_APISERVER_LOGS=1).
