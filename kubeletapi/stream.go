@@ -57,30 +57,22 @@ func (s *Server) streamTarget(w http.ResponseWriter, r *http.Request) (*v1.Pod, 
 }
 
 func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Streaming == nil {
-		http.Error(w, "exec is not supported by this node", http.StatusNotImplemented)
-		return
-	}
-	opts, err := remotecommand.NewOptions(r)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	pod, ok := s.streamTarget(w, r)
-	if !ok {
-		return
-	}
-	h, err := s.cfg.Streaming.Exec(r.Context(), pod, r.PathValue("container"), r.URL.Query()["command"], *opts)
-	if err != nil {
-		writeError(w, err, http.StatusInternalServerError)
-		return
-	}
-	h.ServeHTTP(w, r)
+	s.remoteCommand(w, r, "exec", func(pod *v1.Pod, opts StreamOptions) (http.Handler, error) {
+		return s.cfg.Streaming.Exec(r.Context(), pod, r.PathValue("container"), r.URL.Query()["command"], opts)
+	})
 }
 
 func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
+	s.remoteCommand(w, r, "attach", func(pod *v1.Pod, opts StreamOptions) (http.Handler, error) {
+		return s.cfg.Streaming.Attach(r.Context(), pod, r.PathValue("container"), opts)
+	})
+}
+
+// remoteCommand is the common path of exec and attach: stream options,
+// pod, then the Streamer's handler serves the upgrade.
+func (s *Server) remoteCommand(w http.ResponseWriter, r *http.Request, what string, open func(*v1.Pod, StreamOptions) (http.Handler, error)) {
 	if s.cfg.Streaming == nil {
-		http.Error(w, "attach is not supported by this node", http.StatusNotImplemented)
+		http.Error(w, what+" is not supported by this node", http.StatusNotImplemented)
 		return
 	}
 	opts, err := remotecommand.NewOptions(r)
@@ -88,16 +80,7 @@ func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	pod, ok := s.streamTarget(w, r)
-	if !ok {
-		return
-	}
-	h, err := s.cfg.Streaming.Attach(r.Context(), pod, r.PathValue("container"), *opts)
-	if err != nil {
-		writeError(w, err, http.StatusInternalServerError)
-		return
-	}
-	h.ServeHTTP(w, r)
+	s.serveStream(w, r, func(pod *v1.Pod) (http.Handler, error) { return open(pod, *opts) })
 }
 
 func (s *Server) portForward(w http.ResponseWriter, r *http.Request) {
@@ -110,11 +93,19 @@ func (s *Server) portForward(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	s.serveStream(w, r, func(pod *v1.Pod) (http.Handler, error) {
+		return s.cfg.Streaming.PortForward(r.Context(), pod, opts.Ports)
+	})
+}
+
+// serveStream resolves the request's pod and serves the handler open
+// returns for it.
+func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, open func(*v1.Pod) (http.Handler, error)) {
 	pod, ok := s.streamTarget(w, r)
 	if !ok {
 		return
 	}
-	h, err := s.cfg.Streaming.PortForward(r.Context(), pod, opts.Ports)
+	h, err := open(pod)
 	if err != nil {
 		writeError(w, err, http.StatusInternalServerError)
 		return
