@@ -67,6 +67,7 @@ func run() error {
 	fs.BoolVar(&opts.TokenWebhook, "authentication-token-webhook", true, "authenticate bearer tokens with TokenReview (cluster mode)")
 	fs.BoolVar(&opts.AnonymousAuth, "anonymous-auth", false, "admit unauthenticated kubelet API requests as system:anonymous")
 	fs.StringVar(&opts.AuthorizationMode, "authorization-mode", "", "kubelet API authorization: Webhook or AlwaysAllow (default: Webhook with a kubeconfig, AlwaysAllow without)")
+	fs.StringVar(&opts.RootDir, "root-dir", "", "directory of pod volumes and state (default /var/lib/kubelet with a real runtime)")
 	fs.StringVar(&opts.PodLogsDir, "pod-logs-dir", "", "root of container logs (default /var/log/pods with a real runtime)")
 	fs.BoolVar(&opts.Evented, "evented-pleg", false, "use the runtime's container events as PLEG hints")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)

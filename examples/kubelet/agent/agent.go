@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodekit/nodekit/eviction"
+	"github.com/nodekit/nodekit/examples/kubelet/volumes"
 	"github.com/nodekit/nodekit/internal/crisim"
 	"github.com/nodekit/nodekit/kubeletapi"
 	"github.com/nodekit/nodekit/lease"
@@ -55,6 +56,7 @@ type Agent struct {
 	status     *statusWriter
 	syncer     *syncer
 	summary    eviction.SummaryProvider
+	volumes    *volumes.Manager
 	api        *kubeletapi.Server
 	apiPort    int          // the bound kubelet API port, 0 when disabled
 	apiLn      net.Listener // closed on close if Run never took it
@@ -122,6 +124,9 @@ func (a *Agent) connectRuntime(ctx context.Context) error {
 		if a.opts.PodLogsDir == "" {
 			a.opts.PodLogsDir = filepath.Join(dir, "pods")
 		}
+		if a.opts.RootDir == "" {
+			a.opts.RootDir = filepath.Join(dir, "root")
+		}
 		ep, stop, err := a.sim.ListenAndServe(filepath.Join(dir, "crisim.sock"))
 		if err != nil {
 			return fmt.Errorf("agent: serve the CRI simulator: %w", err)
@@ -168,6 +173,9 @@ func (a *Agent) close(ctx context.Context) {
 	if a.events != nil {
 		a.events.Shutdown()
 	}
+	if a.volumes != nil {
+		a.volumes.Stop()
+	}
 }
 
 // build wires the eight packages.
@@ -183,8 +191,16 @@ func (a *Agent) build(ctx context.Context) error {
 	a.status = &statusWriter{client: a.client, clock: a.opts.Clock, runtimeName: a.runtimeID, nodeIP: a.opts.NodeIP,
 		backoff: backoff, statuses: map[types.UID]*podRecord{},
 		probeStatus: func(pod *v1.Pod, s *v1.PodStatus) { a.probes.UpdatePodStatus(ctx, pod, s) }}
+	mounter := volumes.HostMounter
+	if a.sim != nil {
+		mounter = volumes.DirOnly // simulated containers never read the host
+	}
+	if a.volumes, err = volumes.New(volumes.Config{RootDir: a.opts.RootDir, Client: a.client, Allocatable: a.allocatable,
+		Mounter: mounter, Recorder: a.recorder, Clock: a.opts.Clock}); err != nil {
+		return err
+	}
 	a.syncer = &syncer{rt: a.rt, images: a.images, clock: a.opts.Clock, backoff: backoff, status: a.status,
-		livenessFailed: a.livenessFailed, recorder: a.recorder, logsDir: a.opts.PodLogsDir}
+		livenessFailed: a.livenessFailed, recorder: a.recorder, logsDir: a.opts.PodLogsDir, volumes: a.volumes}
 	if a.sim != nil {
 		a.syncer.beforeCreate = simScripter(a.sim)
 	}
@@ -208,6 +224,16 @@ func (a *Agent) build(ctx context.Context) error {
 		if a.lease, err = lease.New(lease.Config{Client: a.client.CoordinationV1(), NodeName: a.opts.NodeName,
 			NodeUID: lease.NodeUIDFromAPI(a.client.CoreV1()), Clock: a.opts.Clock, Registerer: a.registry}); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// allocatable is the node's allocatable resources as last reported.
+func (a *Agent) allocatable() v1.ResourceList {
+	if a.nodeStatus != nil {
+		if n := a.nodeStatus.Node(); n != nil {
+			return n.Status.Allocatable
 		}
 	}
 	return nil

@@ -151,6 +151,23 @@ func (a *Agent) HandlePodCleanups(ctx context.Context) error {
 			klog.FromContext(ctx).Error(err, "Kill orphaned runtime pod", "uid", uid)
 		}
 	}
+	// Volumes of pods nobody knows any more (an agent stopped before
+	// tearing them down), once every source has said what it wants and
+	// the runtime holds nothing of them.
+	if a.loop.SourcesReady() {
+		inRuntime := map[types.UID]bool{}
+		for _, sb := range sbs {
+			inRuntime[types.UID(sb.GetMetadata().GetUid())] = true
+		}
+		keep := func(uid types.UID) bool {
+			_, d := desiredSet[uid]
+			_, k := known[uid]
+			return d || k || inRuntime[uid]
+		}
+		if err := a.volumes.CleanupOrphans(ctx, keep); err != nil {
+			klog.FromContext(ctx).Error(err, "Clean up orphaned pod volumes")
+		}
+	}
 	return nil
 }
 

@@ -65,6 +65,10 @@ type Options struct {
 	// /var/log/pods with a real runtime, a directory under StateDir with
 	// the simulator.
 	PodLogsDir string
+	// RootDir is the kubelet's --root-dir: pod volumes live under
+	// <RootDir>/pods/<uid>. Default /var/lib/kubelet with a real runtime, a
+	// directory under StateDir with the simulator.
+	RootDir string
 	// NodeIP is the node's InternalIP. Default: discovered (with the
 	// simulator: 10.255.0.1, a made-up address).
 	NodeIP string
@@ -110,6 +114,9 @@ func (o *Options) defaults() error {
 	if o.PodLogsDir == "" && o.RuntimeEndpoint != "" {
 		o.PodLogsDir = DefaultPodLogsDir
 	}
+	if o.RootDir == "" && o.RuntimeEndpoint != "" {
+		o.RootDir = DefaultRootDir
+	}
 	if o.HTTPAddr == "" {
 		o.HTTPAddr = DefaultHTTPAddr
 	}
@@ -124,6 +131,9 @@ func (o *Options) defaults() error {
 	}
 	return errors.Join(errs...)
 }
+
+// DefaultRootDir is the kubelet's --root-dir.
+const DefaultRootDir = "/var/lib/kubelet"
 
 // DefaultPodLogsDir is the kubelet's podLogsDir.
 const DefaultPodLogsDir = "/var/log/pods"

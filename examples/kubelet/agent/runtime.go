@@ -157,6 +157,47 @@ func containerConfig(pod *v1.Pod, c *v1.Container, attempt uint32) *runtimeapi.C
 			labelContainerName: c.Name},
 		Annotations: map[string]string{annotationHash: containerHash(c)},
 		LogPath:     c.Name + "/" + strconv.Itoa(int(attempt)) + ".log",
-		Linux:       &runtimeapi.LinuxContainerConfig{},
+		Linux:       &runtimeapi.LinuxContainerConfig{SecurityContext: identity(pod, c)},
 	}
+}
+
+// literalEnv is the container's env with literal values, for subPathExpr.
+// TODO(#17): resolve valueFrom and envFrom as well.
+func literalEnv(c *v1.Container) map[string]string {
+	env := make(map[string]string, len(c.Env))
+	for _, e := range c.Env {
+		if e.ValueFrom == nil {
+			env[e.Name] = e.Value
+		}
+	}
+	return env
+}
+
+// identity is the user and groups a container runs as: runAsUser and
+// runAsGroup (the container's over the pod's), and the pod's
+// supplementalGroups plus its fsGroup, so that volumes given to the fsGroup
+// are readable.
+func identity(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerSecurityContext {
+	sc := &runtimeapi.LinuxContainerSecurityContext{}
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		if psc.RunAsUser != nil {
+			sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
+		}
+		if psc.RunAsGroup != nil {
+			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
+		}
+		sc.SupplementalGroups = append(sc.SupplementalGroups, psc.SupplementalGroups...)
+		if psc.FSGroup != nil {
+			sc.SupplementalGroups = append(sc.SupplementalGroups, *psc.FSGroup)
+		}
+	}
+	if csc := c.SecurityContext; csc != nil {
+		if csc.RunAsUser != nil {
+			sc.RunAsUser = &runtimeapi.Int64Value{Value: *csc.RunAsUser}
+		}
+		if csc.RunAsGroup != nil {
+			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *csc.RunAsGroup}
+		}
+	}
+	return sc
 }

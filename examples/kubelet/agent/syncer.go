@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/nodekit/nodekit/examples/kubelet/volumes"
 	"github.com/nodekit/nodekit/podworkers"
 )
 
@@ -92,6 +93,8 @@ type syncer struct {
 	beforeCreate func(pod *v1.Pod, c *v1.Container)
 	// logsDir is the root of pod log directories (PodLogDir).
 	logsDir string
+	// volumes mounts the pod's volumes before its containers start.
+	volumes *volumes.Manager
 }
 
 var _ podworkers.Syncer = (*syncer)(nil)
@@ -110,11 +113,17 @@ func (s *syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, mirr
 	if err != nil {
 		return false, err
 	}
+	if done, terminal := podDone(pod, rtp); done && rtp.readySandbox() == nil {
+		s.status.write(ctx, pod, mirror, rtp, nil)
+		return terminal, nil
+	}
+	// Volumes first, on every sync: this is also how their contents
+	// follow configMap, secret, label and token changes.
+	if err := s.volumes.SetUpPod(ctx, pod); err != nil {
+		s.status.write(ctx, pod, mirror, rtp, nil)
+		return false, err
+	}
 	if rtp.readySandbox() == nil {
-		if done, terminal := podDone(pod, rtp); done {
-			s.status.write(ctx, pod, mirror, rtp, nil)
-			return terminal, nil
-		}
 		if err := s.createSandbox(ctx, pod, uint32(len(rtp.sandboxes))); err != nil {
 			return false, err
 		}
@@ -223,7 +232,14 @@ func (s *syncer) start(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandb
 	if s.beforeCreate != nil {
 		s.beforeCreate(pod, c)
 	}
-	id, err := s.rt.CreateContainer(ctx, sb.Id, containerConfig(pod, c, attempt), sandboxConfig(pod, sb.Metadata.Attempt, s.logsDir))
+	mounts, err := s.volumes.ContainerMounts(pod, c, literalEnv(c))
+	if err != nil {
+		s.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
+		return fmt.Errorf("mounts of container %s: %w", c.Name, err)
+	}
+	cfg := containerConfig(pod, c, attempt)
+	cfg.Mounts = mounts
+	id, err := s.rt.CreateContainer(ctx, sb.Id, cfg, sandboxConfig(pod, sb.Metadata.Attempt, s.logsDir))
 	if err != nil {
 		return fmt.Errorf("create container %s: %w", c.Name, err)
 	}
@@ -355,6 +371,9 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error {
 		if err := s.rt.RemovePodSandbox(ctx, sb.Id); err != nil {
 			return fmt.Errorf("remove pod sandbox: %w", err)
 		}
+	}
+	if err := s.volumes.TearDownPod(ctx, pod.UID); err != nil {
+		return err
 	}
 	s.backoff.forget(pod.UID)
 	return s.status.finishDeletion(ctx, pod)

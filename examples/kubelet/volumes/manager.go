@@ -1,0 +1,465 @@
+package volumes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// ErrInvalidConfig wraps every error New returns for a bad Config.
+var ErrInvalidConfig = errors.New("volumes: invalid config")
+
+// Config configures a Manager. Zero values are the kubelet's defaults
+// where one exists.
+type Config struct {
+	// RootDir is the kubelet's --root-dir; pod volumes live under
+	// <RootDir>/pods/<uid>/volumes/<plugin>/<name>. Required.
+	RootDir string
+	// Client reads configMaps and secrets and requests service account
+	// tokens, as the node identity. nil (standalone): pods using those
+	// volumes fail to mount.
+	Client kubernetes.Interface
+	// Allocatable returns the node's allocatable resources: the default of
+	// a downward API limit the container does not set, and the size of a
+	// memory-backed emptyDir. nil: none known.
+	Allocatable func() v1.ResourceList
+	// Mounter mounts tmpfs and subPath binds. Default HostMounter.
+	Mounter Mounter
+	// Recorder receives FailedMount events. nil drops them.
+	Recorder record.EventRecorder
+	// Clock drives the object watches, token refresh and the atomic
+	// writer's names. Default the real clock.
+	Clock clock.Clock
+}
+
+// Manager sets up, refreshes and tears down the volumes of the pods a node
+// runs: emptyDir (disk or tmpfs), hostPath (with type checks), configMap,
+// secret, downwardAPI and projected (with service account tokens).
+// Everything else is refused with a FailedMount event rather than started
+// without the volume.
+type Manager struct {
+	cfg     Config
+	objects *objectCache
+	tokens  *tokenCache
+
+	mu      sync.Mutex
+	mounted map[types.UID]bool // pods whose volumes have been set up
+}
+
+// New checks cfg and returns a Manager. Call Stop when done.
+func New(cfg Config) (*Manager, error) {
+	if cfg.RootDir == "" {
+		return nil, fmt.Errorf("%w: RootDir is required", ErrInvalidConfig)
+	}
+	if !filepath.IsAbs(cfg.RootDir) {
+		return nil, fmt.Errorf("%w: RootDir %q must be absolute", ErrInvalidConfig, cfg.RootDir)
+	}
+	if cfg.Mounter == nil {
+		cfg.Mounter = HostMounter
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Allocatable == nil {
+		cfg.Allocatable = func() v1.ResourceList { return nil }
+	}
+	m := &Manager{cfg: cfg, mounted: map[types.UID]bool{}}
+	if cfg.Client != nil {
+		m.objects = newObjectCache(cfg.Client, cfg.Clock)
+	}
+	m.tokens = newTokenCache(cfg.Client, cfg.Clock)
+	return m, nil
+}
+
+// Stop ends the object watches.
+func (m *Manager) Stop() {
+	if m.objects != nil {
+		m.objects.stop()
+	}
+}
+
+// PodDir is the pod's directory under the root directory.
+func (m *Manager) PodDir(uid types.UID) string {
+	return filepath.Join(m.cfg.RootDir, "pods", string(uid))
+}
+
+// Plugin directory names, as the kubelet escapes them on disk.
+const (
+	pluginEmptyDir    = "kubernetes.io~empty-dir"
+	pluginConfigMap   = "kubernetes.io~configmap"
+	pluginSecret      = "kubernetes.io~secret"
+	pluginDownwardAPI = "kubernetes.io~downward-api"
+	pluginProjected   = "kubernetes.io~projected"
+)
+
+func pluginDir(v *v1.Volume) string {
+	switch {
+	case v.EmptyDir != nil:
+		return pluginEmptyDir
+	case v.ConfigMap != nil:
+		return pluginConfigMap
+	case v.Secret != nil:
+		return pluginSecret
+	case v.DownwardAPI != nil:
+		return pluginDownwardAPI
+	case v.Projected != nil:
+		return pluginProjected
+	}
+	return ""
+}
+
+// volumePath is where a volume's content is on the host.
+func (m *Manager) volumePath(pod *v1.Pod, v *v1.Volume) string {
+	if v.HostPath != nil {
+		return v.HostPath.Path
+	}
+	return filepath.Join(m.PodDir(pod.UID), "volumes", pluginDir(v), v.Name)
+}
+
+// references returns the configMaps and secrets the pod's volumes name.
+func references(pod *v1.Pod) []objectKey {
+	var keys []objectKey
+	add := func(k objectKind, name string) {
+		keys = append(keys, objectKey{kind: k, namespace: pod.Namespace, name: name})
+	}
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		switch {
+		case v.ConfigMap != nil:
+			add(kindConfigMap, v.ConfigMap.Name)
+		case v.Secret != nil:
+			add(kindSecret, v.Secret.SecretName)
+		case v.Projected != nil:
+			for _, s := range v.Projected.Sources {
+				if s.ConfigMap != nil {
+					add(kindConfigMap, s.ConfigMap.Name)
+				}
+				if s.Secret != nil {
+					add(kindSecret, s.Secret.Name)
+				}
+			}
+		}
+	}
+	return keys
+}
+
+// SetUpPod mounts or refreshes every volume of pod; the pod's containers
+// may start only after it returns nil. It is called on every sync of a
+// running pod, which is how configMap, secret, downward API and token
+// contents follow their sources (an unchanged payload writes nothing).
+// Each volume that fails gets a FailedMount event with the kubelet's
+// message; the error names them all.
+func (m *Manager) SetUpPod(ctx context.Context, pod *v1.Pod) error {
+	if m.objects != nil {
+		m.objects.register(ctx, pod, references(pod))
+	}
+	m.mu.Lock()
+	m.mounted[pod.UID] = true
+	m.mu.Unlock()
+	if err := os.MkdirAll(filepath.Join(m.PodDir(pod.UID), "volumes"), 0o750); err != nil {
+		return fmt.Errorf("pod directory: %w", err)
+	}
+	var errs []error
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		if err := m.setUp(ctx, pod, v); err != nil {
+			msg := fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", v.Name, err)
+			if m.cfg.Recorder != nil {
+				m.cfg.Recorder.Event(pod, v1.EventTypeWarning, "FailedMount", msg)
+			}
+			klog.FromContext(ctx).V(2).Info("Volume setup failed", "pod", klog.KObj(pod), "volume", v.Name, "err", err)
+			errs = append(errs, errors.New(msg))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, v *v1.Volume) error {
+	dir := m.volumePath(pod, v)
+	switch {
+	case v.EmptyDir != nil:
+		return m.setUpEmptyDir(pod, v.EmptyDir, dir)
+	case v.HostPath != nil:
+		return checkHostPath(v.HostPath)
+	case v.ConfigMap != nil, v.Secret != nil, v.DownwardAPI != nil, v.Projected != nil:
+		payload, err := m.payload(ctx, pod, v)
+		if err != nil {
+			return err
+		}
+		return m.writePayload(pod, dir, payload)
+	}
+	return fmt.Errorf("volume type %s is not supported by this node agent", volumeType(v))
+}
+
+// volumeType names the source a volume uses, for error messages.
+func volumeType(v *v1.Volume) string {
+	switch {
+	case v.PersistentVolumeClaim != nil:
+		return "persistentVolumeClaim"
+	case v.CSI != nil:
+		return "csi"
+	case v.Ephemeral != nil:
+		return "ephemeral"
+	case v.Image != nil:
+		return "image"
+	case v.NFS != nil:
+		return "nfs"
+	case v.ISCSI != nil:
+		return "iscsi"
+	case v.FC != nil:
+		return "fc"
+	}
+	return "unknown"
+}
+
+// writePayload writes an atomically updated volume, read-only to the
+// pod, with the fsGroup's group read bits.
+func (m *Manager) writePayload(pod *v1.Pod, dir string, payload map[string]File) error {
+	var setPerms func(string) error
+	if gid := fsGroupOf(pod); gid != nil {
+		for k, f := range payload {
+			f.Mode |= int32(fsGroupROMask)
+			payload[k] = f
+		}
+		g := *gid
+		setPerms = func(string) error { return setOwnership(dir, g, true) }
+	}
+	return atomicWrite(dir, payload, m.cfg.Clock.Now(), setPerms)
+}
+
+// setUpEmptyDir makes the directory (mode 0777, as the kubelet), mounting
+// a tmpfs on it for medium Memory.
+func (m *Manager) setUpEmptyDir(pod *v1.Pod, src *v1.EmptyDirVolumeSource, dir string) error {
+	switch src.Medium {
+	case v1.StorageMediumDefault, v1.StorageMediumMemory:
+	default:
+		return fmt.Errorf("emptyDir medium %q is not supported by this node agent", src.Medium)
+	}
+	fresh := false
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		fresh = true
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return err
+		}
+	}
+	if src.Medium == v1.StorageMediumMemory {
+		mounted, err := m.isMountPoint(dir)
+		if err != nil {
+			return err
+		}
+		if !mounted {
+			fresh = true
+			size := emptyDirMemorySize(m.cfg.Allocatable()[v1.ResourceMemory], src.SizeLimit, pod)
+			if err := m.cfg.Mounter.MountTmpfs(dir, size); err != nil {
+				return err
+			}
+		}
+	}
+	if fresh {
+		if err := os.Chmod(dir, 0o777); err != nil {
+			return err
+		}
+	}
+	// The group is given once, when the volume is made (a fresh directory
+	// never has it, whatever fsGroupChangePolicy says).
+	if gid := fsGroupOf(pod); gid != nil && fresh {
+		return setOwnership(dir, *gid, false)
+	}
+	return nil
+}
+
+func (m *Manager) isMountPoint(dir string) (bool, error) {
+	points, err := mountPointsUnder(m.cfg.Mounter, dir)
+	if err != nil {
+		return false, err
+	}
+	for _, p := range points {
+		if p == dir {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// emptyDirMemorySize is the tmpfs size: the node's allocatable memory,
+// lowered to the pod's memory limit and then to the volume's sizeLimit
+// when those are smaller.
+func emptyDirMemorySize(allocatable resource.Quantity, sizeLimit *resource.Quantity, pod *v1.Pod) int64 {
+	size := allocatable.Value()
+	lower := func(v int64) {
+		if v > 0 && (size <= 0 || v <= size) {
+			size = v
+		}
+	}
+	lower(podMemoryLimit(pod))
+	if sizeLimit != nil {
+		lower(sizeLimit.Value())
+	}
+	return size
+}
+
+// podMemoryLimit is the pod's memory limit: the pod-level limit if set,
+// else the sum of its containers' limits (at least the largest init
+// container's) when every container has one; 0 when unbounded.
+func podMemoryLimit(pod *v1.Pod) int64 {
+	if pod.Spec.Resources != nil {
+		if q, ok := pod.Spec.Resources.Limits[v1.ResourceMemory]; ok {
+			return q.Value()
+		}
+	}
+	var sum int64
+	for _, c := range pod.Spec.Containers {
+		q, ok := c.Resources.Limits[v1.ResourceMemory]
+		if !ok || q.IsZero() {
+			return 0
+		}
+		sum += q.Value()
+	}
+	for _, c := range pod.Spec.InitContainers {
+		q, ok := c.Resources.Limits[v1.ResourceMemory]
+		if !ok || q.IsZero() {
+			return 0
+		}
+		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+			sum += q.Value() // a sidecar runs beside the app containers
+		} else {
+			sum = max(sum, q.Value())
+		}
+	}
+	return sum
+}
+
+// checkHostPath verifies (or creates) a hostPath volume's path as its type
+// asks, with the kubelet's messages.
+func checkHostPath(src *v1.HostPathVolumeSource) error {
+	typ := v1.HostPathUnset
+	if src.Type != nil {
+		typ = *src.Type
+	}
+	p := src.Path
+	info, err := os.Stat(p)
+	exists := err == nil
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	switch typ {
+	case v1.HostPathUnset:
+		return nil
+	case v1.HostPathDirectoryOrCreate:
+		if !exists {
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				return err
+			}
+			return os.Chmod(p, 0o755)
+		}
+		if !info.IsDir() {
+			return fmt.Errorf("hostPath type check failed: %s is not a directory", p)
+		}
+	case v1.HostPathDirectory:
+		if !exists || !info.IsDir() {
+			return fmt.Errorf("hostPath type check failed: %s is not a directory", p)
+		}
+	case v1.HostPathFileOrCreate:
+		if !exists {
+			f, err := os.OpenFile(p, os.O_CREATE, 0o644)
+			if err != nil {
+				return err
+			}
+			return f.Close()
+		}
+		if !info.Mode().IsRegular() {
+			return fmt.Errorf("hostPath type check failed: %s is not a file", p)
+		}
+	case v1.HostPathFile:
+		if !exists || !info.Mode().IsRegular() {
+			return fmt.Errorf("hostPath type check failed: %s is not a file", p)
+		}
+	case v1.HostPathSocket:
+		if !exists || info.Mode()&os.ModeSocket == 0 {
+			return fmt.Errorf("hostPath type check failed: %s is not a socket file", p)
+		}
+	case v1.HostPathCharDev:
+		if !exists || info.Mode()&os.ModeCharDevice == 0 {
+			return fmt.Errorf("hostPath type check failed: %s is not a character device", p)
+		}
+	case v1.HostPathBlockDev:
+		if !exists || info.Mode()&os.ModeDevice == 0 || info.Mode()&os.ModeCharDevice != 0 {
+			return fmt.Errorf("hostPath type check failed: %s is not a block device", p)
+		}
+	default:
+		return fmt.Errorf("hostPath type %q is not supported", typ)
+	}
+	return nil
+}
+
+// TearDownPod unmounts and removes everything the pod's volumes left on
+// the host: subPath binds, tmpfs mounts, and the pod's directory. It is
+// safe to call again after a partial teardown (an agent restart in the
+// middle of one), and for a pod never set up.
+func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
+	if m.objects != nil {
+		m.objects.unregister(uid)
+	}
+	m.tokens.forget(uid)
+	dir := m.PodDir(uid)
+	points, err := mountPointsUnder(m.cfg.Mounter, dir)
+	if err != nil {
+		return fmt.Errorf("list mounts: %w", err)
+	}
+	for _, p := range points {
+		if err := m.cfg.Mounter.Unmount(p); err != nil {
+			return err
+		}
+	}
+	// Refuse to delete through a mount we failed to see: check again.
+	if points, err = mountPointsUnder(m.cfg.Mounter, dir); err != nil || len(points) > 0 {
+		return fmt.Errorf("pod %s still has mounts %v (%v)", uid, points, err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove pod directory: %w", err)
+	}
+	m.mu.Lock()
+	delete(m.mounted, uid)
+	m.mu.Unlock()
+	klog.FromContext(ctx).V(3).Info("Pod volumes torn down", "podUID", uid)
+	return nil
+}
+
+// CleanupOrphans tears down every pod directory under the root directory
+// whose pod keep does not know and that this Manager has not set up: what
+// an agent that stopped before a teardown left behind.
+func (m *Manager) CleanupOrphans(ctx context.Context, keep func(types.UID) bool) error {
+	entries, err := os.ReadDir(filepath.Join(m.cfg.RootDir, "pods"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		uid := types.UID(e.Name())
+		if !e.IsDir() || keep(uid) {
+			continue
+		}
+		m.mu.Lock()
+		busy := m.mounted[uid]
+		m.mu.Unlock()
+		if busy {
+			continue
+		}
+		errs = append(errs, m.TearDownPod(ctx, uid))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,20 @@
+//go:build !linux
+
+package volumes
+
+import "errors"
+
+// HostMounter is not available off Linux: every call fails.
+var HostMounter Mounter = unsupportedMounter{}
+
+type unsupportedMounter struct{}
+
+var errNoMounts = errors.New("mounts need Linux")
+
+func (unsupportedMounter) MountTmpfs(string, int64) error { return errNoMounts }
+func (unsupportedMounter) BindMount(string, string) error { return errNoMounts }
+func (unsupportedMounter) Unmount(string) error           { return errNoMounts }
+func (unsupportedMounter) MountPoints() ([]string, error) { return nil, errNoMounts }
+
+func openNoFollow(string, string) (int, error) { return -1, errNoMounts }
+func closeFD(int)                               {}

@@ -1,0 +1,127 @@
+package volumes
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// ContainerMounts returns the CRI mounts of c's volumeMounts, in order,
+// after SetUpPod succeeded. env holds the container's resolved environment
+// for subPathExpr. configMap, secret, downwardAPI and projected volumes are
+// always read-only, as on the kubelet.
+func (m *Manager) ContainerMounts(pod *v1.Pod, c *v1.Container, env map[string]string) ([]*runtimeapi.Mount, error) {
+	out := make([]*runtimeapi.Mount, 0, len(c.VolumeMounts))
+	for i, vm := range c.VolumeMounts {
+		idx := slices.IndexFunc(pod.Spec.Volumes, func(v v1.Volume) bool { return v.Name == vm.Name })
+		if idx < 0 {
+			return nil, fmt.Errorf("cannot find volume %q to mount into container %q", vm.Name, c.Name)
+		}
+		v := &pod.Spec.Volumes[idx]
+		host := m.volumePath(pod, v)
+		sub := vm.SubPath
+		if vm.SubPathExpr != "" {
+			var err error
+			if sub, err = expandSubPath(vm.SubPathExpr, env); err != nil {
+				return nil, err
+			}
+		}
+		if sub != "" {
+			var err error
+			if host, err = m.subPathMount(pod, vm.Name, host, sub, c.Name, i); err != nil {
+				return nil, err
+			}
+		}
+		prop, err := propagation(vm.MountPropagation)
+		if err != nil {
+			return nil, err
+		}
+		if vm.RecursiveReadOnly != nil && *vm.RecursiveReadOnly == v1.RecursiveReadOnlyEnabled {
+			return nil, fmt.Errorf("volumeMount %q of container %q: recursive read-only mounts are not supported by this node agent", vm.Name, c.Name)
+		}
+		out = append(out, &runtimeapi.Mount{
+			ContainerPath: vm.MountPath,
+			HostPath:      host,
+			Readonly:      vm.ReadOnly || alwaysReadOnly(v),
+			Propagation:   prop,
+		})
+	}
+	return out, nil
+}
+
+func alwaysReadOnly(v *v1.Volume) bool {
+	return v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil
+}
+
+func propagation(p *v1.MountPropagationMode) (runtimeapi.MountPropagation, error) {
+	if p == nil {
+		return runtimeapi.MountPropagation_PROPAGATION_PRIVATE, nil
+	}
+	switch *p {
+	case v1.MountPropagationNone:
+		return runtimeapi.MountPropagation_PROPAGATION_PRIVATE, nil
+	case v1.MountPropagationHostToContainer:
+		return runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER, nil
+	case v1.MountPropagationBidirectional:
+		return runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL, nil
+	}
+	return 0, fmt.Errorf("invalid MountPropagation mode: %q", *p)
+}
+
+// expandSubPath expands $(VAR) references in a subPathExpr from env; a
+// reference to a variable that is unset or empty is an error.
+func expandSubPath(expr string, env map[string]string) (string, error) {
+	var missing []string
+	out := Expand(expr, func(name string) (string, bool) {
+		v, ok := env[name]
+		if !ok || v == "" {
+			missing = append(missing, name)
+		}
+		return v, true
+	})
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return "", fmt.Errorf("missing value for %s", strings.Join(slices.Compact(missing), ", "))
+	}
+	return out, nil
+}
+
+// Expand replaces $(NAME) in s with lookup(NAME) where lookup knows it,
+// leaves unknown references as written, and turns $$ into $ (the API's
+// escape), the rules of env values, command and args.
+func Expand(s string, lookup func(string) (string, bool)) string {
+	if !strings.Contains(s, "$") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch s[i+1] {
+		case '$':
+			b.WriteByte('$')
+			i++
+		case '(':
+			end := strings.IndexByte(s[i+2:], ')')
+			if end < 0 {
+				b.WriteString(s[i:])
+				return b.String()
+			}
+			ref := s[i : i+3+end]
+			if v, ok := lookup(s[i+2 : i+2+end]); ok && end > 0 {
+				b.WriteString(v)
+			} else {
+				b.WriteString(ref)
+			}
+			i += 2 + end
+		default:
+			b.WriteByte('$')
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,282 @@
+package volumes
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+)
+
+// objectKind says which object a reference names.
+type objectKind int
+
+const (
+	kindConfigMap objectKind = iota
+	kindSecret
+)
+
+func (k objectKind) resource() schema.GroupResource {
+	if k == kindSecret {
+		return v1.Resource("secret")
+	}
+	return v1.Resource("configmap")
+}
+
+type objectKey struct {
+	kind      objectKind
+	namespace string
+	name      string
+}
+
+// objectCache keeps the configMaps and secrets that registered pods
+// reference, each through its own single-object watch (list and watch with
+// a metadata.name field selector), which is what the Node authorizer lets a
+// node identity do for pods bound to it. The kubelet's default change
+// detection strategy works the same way. An immutable object's watch stops
+// once it is seen: it cannot change.
+type objectCache struct {
+	client      kubernetes.Interface
+	clock       clock.Clock
+	syncTimeout time.Duration
+
+	mu      sync.Mutex
+	objects map[objectKey]*watchedObject
+	pods    map[types.UID][]objectKey
+}
+
+type watchedObject struct {
+	refs   int
+	store  *syncStore
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newObjectCache(client kubernetes.Interface, clk clock.Clock) *objectCache {
+	return &objectCache{client: client, clock: clk, syncTimeout: time.Second,
+		objects: map[objectKey]*watchedObject{}, pods: map[types.UID][]objectKey{}}
+}
+
+// register starts (or shares) the watches of the objects pod references
+// and drops those of its previous registration.
+func (c *objectCache) register(ctx context.Context, pod *v1.Pod, keys []objectKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, k := range keys {
+		o := c.objects[k]
+		if o == nil {
+			o = c.start(ctx, k)
+			c.objects[k] = o
+		}
+		o.refs++
+	}
+	c.releaseLocked(c.pods[pod.UID])
+	c.pods[pod.UID] = keys
+}
+
+// unregister drops the pod's references; a watch nobody needs stops.
+func (c *objectCache) unregister(uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.releaseLocked(c.pods[uid])
+	delete(c.pods, uid)
+}
+
+func (c *objectCache) releaseLocked(keys []objectKey) {
+	for _, k := range keys {
+		o := c.objects[k]
+		if o == nil {
+			continue
+		}
+		if o.refs--; o.refs <= 0 {
+			o.cancel()
+			delete(c.objects, k)
+		}
+	}
+}
+
+// stop ends every watch and waits for them.
+func (c *objectCache) stop() {
+	c.mu.Lock()
+	var done []chan struct{}
+	for k, o := range c.objects {
+		o.cancel()
+		done = append(done, o.done)
+		delete(c.objects, k)
+	}
+	c.mu.Unlock()
+	for _, d := range done {
+		<-d
+	}
+}
+
+func (c *objectCache) start(ctx context.Context, k objectKey) *watchedObject {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	sel := fields.OneTermEqualSelector("metadata.name", k.name).String()
+	var lw *cache.ListWatch
+	var example runtime.Object
+	switch k.kind {
+	case kindSecret:
+		api := c.client.CoreV1().Secrets(k.namespace)
+		example = &v1.Secret{}
+		lw = &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				o.FieldSelector = sel
+				return api.List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				o.FieldSelector = sel
+				return api.Watch(ctx, o)
+			},
+		}
+	default:
+		api := c.client.CoreV1().ConfigMaps(k.namespace)
+		example = &v1.ConfigMap{}
+		lw = &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				o.FieldSelector = sel
+				return api.List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				o.FieldSelector = sel
+				return api.Watch(ctx, o)
+			},
+		}
+	}
+	store := newSyncStore(k.name, cancel)
+	// The wrapper tells the reflector when the client (a fake one) cannot
+	// stream lists, so that it lists instead of waiting for a bookmark.
+	r := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, c.client), example, store, cache.ReflectorOptions{
+		Name: fmt.Sprintf("object-%s/%s", k.namespace, k.name), Clock: c.clock})
+	o := &watchedObject{store: store, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(o.done)
+		r.RunWithContext(ctx)
+	}()
+	return o
+}
+
+// get returns the object as last seen, waiting up to a second for the
+// first list. A missing object is the API's NotFound error.
+func (c *objectCache) get(ctx context.Context, k objectKey) (runtime.Object, error) {
+	c.mu.Lock()
+	o := c.objects[k]
+	c.mu.Unlock()
+	if o == nil {
+		return nil, fmt.Errorf("%s %q not registered", k.kind.resource().Resource, k.namespace+"/"+k.name)
+	}
+	t := c.clock.NewTimer(c.syncTimeout)
+	defer t.Stop()
+	select {
+	case <-o.store.synced:
+	case <-t.C():
+		return nil, fmt.Errorf("failed to sync %s cache: timed out waiting for the condition", k.kind.resource().Resource)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	obj := o.store.object()
+	if obj == nil {
+		return nil, apierrors.NewNotFound(k.kind.resource(), k.name)
+	}
+	return obj, nil
+}
+
+// syncStore is the one-object store a reflector fills: it remembers the
+// object, signals the first list, and stops the watch once the object is
+// immutable.
+type syncStore struct {
+	cache.Store
+	name      string
+	stopWatch context.CancelFunc
+	synced    chan struct{}
+	once      sync.Once
+
+	mu  sync.Mutex
+	obj runtime.Object
+}
+
+func newSyncStore(name string, stopWatch context.CancelFunc) *syncStore {
+	return &syncStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc), name: name, stopWatch: stopWatch, synced: make(chan struct{})}
+}
+
+// mine reports whether obj is the watched object (a server that ignores
+// the field selector sends others too).
+func (s *syncStore) mine(obj any) bool {
+	o, ok := obj.(metav1.Object)
+	return ok && o.GetName() == s.name
+}
+
+func (s *syncStore) object() runtime.Object {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.obj
+}
+
+func (s *syncStore) set(obj any) {
+	ro, _ := obj.(runtime.Object)
+	s.mu.Lock()
+	s.obj = ro
+	s.mu.Unlock()
+	if isImmutable(ro) {
+		s.stopWatch()
+	}
+}
+
+func isImmutable(obj runtime.Object) bool {
+	switch o := obj.(type) {
+	case *v1.ConfigMap:
+		return o.Immutable != nil && *o.Immutable
+	case *v1.Secret:
+		return o.Immutable != nil && *o.Immutable
+	}
+	return false
+}
+
+// Add records the object.
+func (s *syncStore) Add(obj any) error {
+	if s.mine(obj) {
+		s.set(obj)
+	}
+	return nil
+}
+
+// Update records the object.
+func (s *syncStore) Update(obj any) error { return s.Add(obj) }
+
+// Delete forgets the object.
+func (s *syncStore) Delete(obj any) error {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if s.mine(obj) {
+		s.mu.Lock()
+		s.obj = nil
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// Replace records the result of a list and marks the store synced.
+func (s *syncStore) Replace(list []any, _ string) error {
+	s.mu.Lock()
+	s.obj = nil
+	s.mu.Unlock()
+	for _, o := range list {
+		if s.mine(o) {
+			s.set(o)
+		}
+	}
+	s.once.Do(func() { close(s.synced) })
+	return nil
+}
