@@ -32,10 +32,12 @@ var DirOnly Mounter = dirOnly{}
 
 type dirOnly struct{}
 
-func (dirOnly) MountTmpfs(string, int64) error   { return nil }
-func (dirOnly) BindMount(string, string) error   { return errors.New("bind mounts are not available without a host mounter") }
-func (dirOnly) Unmount(string) error             { return nil }
-func (dirOnly) MountPoints() ([]string, error)   { return nil, nil }
+func (dirOnly) MountTmpfs(string, int64) error { return nil }
+func (dirOnly) BindMount(string, string) error {
+	return errors.New("bind mounts are not available without a host mounter")
+}
+func (dirOnly) Unmount(string) error           { return nil }
+func (dirOnly) MountPoints() ([]string, error) { return nil, nil }
 
 // parseMountInfo returns the mount points of a /proc/<pid>/mountinfo
 // stream (field 5, octal escapes decoded).

@@ -17,4 +17,4 @@ func (unsupportedMounter) Unmount(string) error           { return errNoMounts }
 func (unsupportedMounter) MountPoints() ([]string, error) { return nil, errNoMounts }
 
 func openNoFollow(string, string) (int, error) { return -1, errNoMounts }
-func closeFD(int)                               {}
+func closeFD(int)                              {}
