@@ -147,6 +147,10 @@ func (l *Loop) HandleProbeUpdate(probe prober.ProbeType, u prober.Update) {
 // SourcesReady reports whether every configured source has sent a snapshot
 // that was dispatched to the Handler (upstream's SourcesReady.AllReady).
 // Safe for concurrent use.
+//
+// It must not be called from a Handler method (the loop holds its lock
+// while it dispatches); HandlePodCleanups needs no check, the loop only
+// calls it once every source is ready.
 func (l *Loop) SourcesReady() bool {
 	l.iterMu.Lock()
 	defer l.iterMu.Unlock()

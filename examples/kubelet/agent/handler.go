@@ -143,7 +143,15 @@ func (a *Agent) HandlePodCleanups(ctx context.Context) error {
 		if _, ok := known[uid]; ok {
 			continue
 		}
-		if _, ok := desiredSet[uid]; ok || sb.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+		if _, ok := desiredSet[uid]; ok {
+			continue
+		}
+		if sb.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+			// A finished pod's sandbox, kept for its logs until the pod
+			// was deleted: it goes now, with its containers.
+			if err := removeSandboxes(ctx, a.rt, []*runtimeapi.PodSandbox{sb}); err != nil {
+				klog.FromContext(ctx).Error(err, "Remove sandbox of deleted pod", "uid", uid)
+			}
 			continue
 		}
 		rp := &podworkers.RuntimePod{UID: uid, Name: sb.Metadata.Name, Namespace: sb.Metadata.Namespace}
@@ -152,21 +160,19 @@ func (a *Agent) HandlePodCleanups(ctx context.Context) error {
 		}
 	}
 	// Volumes of pods nobody knows any more (an agent stopped before
-	// tearing them down), once every source has said what it wants and
-	// the runtime holds nothing of them.
-	if a.loop.SourcesReady() {
-		inRuntime := map[types.UID]bool{}
-		for _, sb := range sbs {
-			inRuntime[types.UID(sb.GetMetadata().GetUid())] = true
-		}
-		keep := func(uid types.UID) bool {
-			_, d := desiredSet[uid]
-			_, k := known[uid]
-			return d || k || inRuntime[uid]
-		}
-		if err := a.volumes.CleanupOrphans(ctx, keep); err != nil {
-			klog.FromContext(ctx).Error(err, "Clean up orphaned pod volumes")
-		}
+	// tearing them down) and the runtime holds nothing of. The loop calls
+	// HandlePodCleanups only once every source has said what it wants.
+	inRuntime := map[types.UID]bool{}
+	for _, sb := range sbs {
+		inRuntime[types.UID(sb.GetMetadata().GetUid())] = true
+	}
+	keep := func(uid types.UID) bool {
+		_, d := desiredSet[uid]
+		_, k := known[uid]
+		return d || k || inRuntime[uid]
+	}
+	if err := a.volumes.CleanupOrphans(ctx, keep); err != nil {
+		klog.FromContext(ctx).Error(err, "Clean up orphaned pod volumes")
 	}
 	return nil
 }

@@ -361,15 +361,28 @@ func (s *syncer) stopAll(ctx context.Context, uid types.UID, grace int64) error 
 	return nil
 }
 
+// removeSandboxes removes sandboxes and, with them, their containers.
+func removeSandboxes(ctx context.Context, rt criapi.RuntimeService, sbs []*runtimeapi.PodSandbox) error {
+	for _, sb := range sbs {
+		if err := rt.RemovePodSandbox(ctx, sb.Id); err != nil {
+			return fmt.Errorf("remove pod sandbox: %w", err)
+		}
+	}
+	return nil
+}
+
 func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error {
 	rtp, err := inspect(ctx, s.rt, pod.UID)
 	if err != nil {
 		return err
 	}
 	s.status.write(ctx, pod, nil, rtp, nil)
-	for _, sb := range rtp.sandboxes {
-		if err := s.rt.RemovePodSandbox(ctx, sb.Id); err != nil {
-			return fmt.Errorf("remove pod sandbox: %w", err)
+	// A pod that finished but still exists keeps its dead containers, so
+	// that its logs and last states stay readable (the kubelet keeps them
+	// until the pod is deleted); housekeeping removes them after that.
+	if pod.DeletionTimestamp != nil {
+		if err := removeSandboxes(ctx, s.rt, rtp.sandboxes); err != nil {
+			return err
 		}
 	}
 	if err := s.volumes.TearDownPod(ctx, pod.UID); err != nil {

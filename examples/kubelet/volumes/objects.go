@@ -124,6 +124,7 @@ func (c *objectCache) stop() {
 func (c *objectCache) start(ctx context.Context, k objectKey) *watchedObject {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	sel := fields.OneTermEqualSelector("metadata.name", k.name).String()
+	store := newSyncStore(k.name, cancel)
 	var lw *cache.ListWatch
 	var example runtime.Object
 	switch k.kind {
@@ -133,11 +134,17 @@ func (c *objectCache) start(ctx context.Context, k objectKey) *watchedObject {
 		lw = &cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				o.FieldSelector = sel
-				return api.List(ctx, o)
+				l, err := api.List(ctx, o)
+				store.listed(err)
+				return l, err
 			},
 			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 				o.FieldSelector = sel
-				return api.Watch(ctx, o)
+				w, err := api.Watch(ctx, o)
+				if err != nil {
+					store.listed(err)
+				}
+				return w, err
 			},
 		}
 	default:
@@ -146,15 +153,20 @@ func (c *objectCache) start(ctx context.Context, k objectKey) *watchedObject {
 		lw = &cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				o.FieldSelector = sel
-				return api.List(ctx, o)
+				l, err := api.List(ctx, o)
+				store.listed(err)
+				return l, err
 			},
 			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 				o.FieldSelector = sel
-				return api.Watch(ctx, o)
+				w, err := api.Watch(ctx, o)
+				if err != nil {
+					store.listed(err)
+				}
+				return w, err
 			},
 		}
 	}
-	store := newSyncStore(k.name, cancel)
 	// The wrapper tells the reflector when the client (a fake one) cannot
 	// stream lists, so that it lists instead of waiting for a bookmark.
 	r := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, c.client), example, store, cache.ReflectorOptions{
@@ -181,7 +193,11 @@ func (c *objectCache) get(ctx context.Context, k objectKey) (runtime.Object, err
 	select {
 	case <-o.store.synced:
 	case <-t.C():
-		return nil, fmt.Errorf("failed to sync %s cache: timed out waiting for the condition", k.kind.resource().Resource)
+		reason := "timed out waiting for the condition"
+		if err := o.store.listErr(); err != nil {
+			reason = err.Error() // Forbidden, for an object of another node's pod
+		}
+		return nil, fmt.Errorf("failed to sync %s cache: %s", k.kind.resource().Resource, reason)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -202,8 +218,22 @@ type syncStore struct {
 	synced    chan struct{}
 	once      sync.Once
 
-	mu  sync.Mutex
-	obj runtime.Object
+	mu      sync.Mutex
+	obj     runtime.Object
+	lastErr error // of the last list
+}
+
+// listed records the outcome of the last list (or failed watch).
+func (s *syncStore) listed(err error) {
+	s.mu.Lock()
+	s.lastErr = err
+	s.mu.Unlock()
+}
+
+func (s *syncStore) listErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastErr
 }
 
 func newSyncStore(name string, stopWatch context.CancelFunc) *syncStore {

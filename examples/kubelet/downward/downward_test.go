@@ -1,4 +1,4 @@
-package volumes
+package downward
 
 import (
 	"testing"
@@ -8,8 +8,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/nodekit/nodekit/examples/kubelet/downward"
 )
 
 func TestDownwardFieldsAndResources(t *testing.T) {
@@ -25,11 +23,11 @@ func TestDownwardFieldsAndResources(t *testing.T) {
 		"metadata.name": "p", "metadata.namespace": "ns", "metadata.uid": "u1",
 		"metadata.labels": "a=\"q\\\"uote\"\nb=\"2\"", "metadata.annotations['x']": "y",
 	} {
-		got, err := downward.PodField(pod, path)
+		got, err := PodField(pod, path)
 		require.NoError(t, err, path)
 		assert.Equal(t, want, got, path)
 	}
-	_, err := downward.PodField(pod, "spec.nodeName")
+	_, err := PodField(pod, "spec.nodeName")
 	assert.Error(t, err)
 
 	alloc := v1.ResourceList{v1.ResourceCPU: resource.MustParse("3"), v1.ResourceMemory: resource.MustParse("8Gi")}
@@ -48,23 +46,10 @@ func TestDownwardFieldsAndResources(t *testing.T) {
 		if tc.divisor != "" {
 			ref.Divisor = resource.MustParse(tc.divisor)
 		}
-		got, err := downward.ContainerResource(ref, pod, "c", alloc)
+		got, err := ContainerResource(ref, pod, "c", alloc)
 		require.NoError(t, err, tc.res)
 		assert.Equal(t, tc.want, got, "%s / %s", tc.res, tc.divisor)
 	}
-	_, err = downward.ContainerResource(&v1.ResourceFieldSelector{Resource: "limits.cpu"}, pod, "nope", alloc)
+	_, err = ContainerResource(&v1.ResourceFieldSelector{Resource: "limits.cpu"}, pod, "nope", alloc)
 	assert.ErrorContains(t, err, "container nope not found")
-}
-
-func TestExpand(t *testing.T) {
-	env := map[string]string{"A": "x", "B": "y"}
-	look := func(n string) (string, bool) { v, ok := env[n]; return v, ok }
-	for in, want := range map[string]string{
-		"$(A)/$(B)": "x/y", "$$(A)": "$(A)", "$(C)": "$(C)", "a$": "a$", "$(A": "$(A", "$x": "$x", "$()": "$()",
-	} {
-		assert.Equal(t, want, Expand(in, look), in)
-	}
-	got, err := expandSubPath("$(A)/$(MISSING)", env)
-	assert.Empty(t, got)
-	assert.EqualError(t, err, "missing value for MISSING")
 }
