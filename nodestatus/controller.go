@@ -6,6 +6,7 @@ import (
 	"fmt"
 	goruntime "runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -34,6 +35,7 @@ type Controller struct {
 	ready      bool          // the last reported Ready condition was True
 
 	trigger chan struct{}
+	due     atomic.Int64 // UnixNano of Run's next sync while it waits, 0 otherwise
 }
 
 // New validates cfg and returns a Controller.

@@ -298,7 +298,7 @@ func TestRunFastReadyAndClean(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.ctl.Run(ctx) }()
-	require.Eventually(t, func() bool { return a.clk.HasWaiters() && a.ctl.Node() != nil }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return !a.ctl.NextSync().IsZero() && a.ctl.Node() != nil }, 5*time.Second, time.Millisecond)
 	require.False(t, isReady(a.server(t)))
 
 	// The runtime comes up: Ready is reported within one fast interval.
@@ -308,7 +308,8 @@ func TestRunFastReadyAndClean(t *testing.T) {
 	require.Eventually(t, func() bool { return isReady(a.server(t)) }, 5*time.Second, time.Millisecond)
 
 	// Back on the 10s period: 100ms steps do nothing; Trigger syncs at once.
-	require.Eventually(t, a.clk.HasWaiters, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return !a.ctl.NextSync().IsZero() }, 5*time.Second, time.Millisecond)
+	require.Equal(t, a.clk.Now().Add(DefaultUpdateFrequency), a.ctl.NextSync())
 	a.verbs()
 	a.clk.Step(DefaultFastUpdateInterval)
 	a.pressure.Store(true)
@@ -341,7 +342,7 @@ func TestRunRegistrationBackoff(t *testing.T) {
 	go func() { done <- a.ctl.Run(ctx) }()
 	for i, d := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond} {
 		want := int32(i + 1)
-		require.Eventually(t, func() bool { return creates.Load() == want && a.clk.HasWaiters() }, 5*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return creates.Load() == want && !a.ctl.NextSync().IsZero() }, 5*time.Second, time.Millisecond)
 		a.clk.Step(d - time.Millisecond)
 		require.Equal(t, want, creates.Load(), "no attempt before the backoff")
 		a.clk.Step(time.Millisecond)

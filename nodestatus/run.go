@@ -55,10 +55,24 @@ func (c *Controller) isRegistered() bool {
 	return c.registered || c.cfg.DisableRegistration
 }
 
+// NextSync tells when Run will sync next, on Config.Clock, while it waits
+// for that moment; it returns the zero time while a sync is in progress or
+// Run is not running. A test on a fake clock waits for a non-zero NextSync
+// before stepping the clock: the fake clock also holds the timeouts of
+// requests in flight, so "the clock has waiters" does not mean Run waits.
+func (c *Controller) NextSync() time.Time {
+	if n := c.due.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}
+
 // wait returns false if ctx ended, true after d or a Trigger.
 func (c *Controller) wait(ctx context.Context, d time.Duration) bool {
 	t := c.cfg.Clock.NewTimer(d)
 	defer t.Stop()
+	c.due.Store(c.cfg.Clock.Now().Add(d).UnixNano())
+	defer c.due.Store(0)
 	select {
 	case <-ctx.Done():
 		return false
