@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -207,11 +209,22 @@ func (s *Server) httpServer(ctx context.Context, h http.Handler, useTLS bool) *h
 		ReadHeaderTimeout: 30 * time.Second,
 		MaxHeaderBytes:    s.cfg.MaxRequestHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
+		// TLS handshake and other connection errors go to the context's
+		// logger (at V(2), like the kubelet's), not to the standard log.
+		ErrorLog: log.New(logWriter{klog.FromContext(ctx)}, "", 0),
 	}
 	if useTLS {
 		srv.TLSConfig = s.cert.tlsConfig()
 	}
 	return srv
+}
+
+// logWriter turns the lines net/http writes into log entries.
+type logWriter struct{ logger klog.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.logger.V(2).Info("HTTP server", "msg", strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
 }
 
 type connKey struct{}

@@ -23,6 +23,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"k8s.io/client-go/rest"
@@ -67,6 +68,12 @@ func run() error {
 	fs.BoolVar(&opts.TokenWebhook, "authentication-token-webhook", true, "authenticate bearer tokens with TokenReview (cluster mode)")
 	fs.BoolVar(&opts.AnonymousAuth, "anonymous-auth", false, "admit unauthenticated kubelet API requests as system:anonymous")
 	fs.StringVar(&opts.AuthorizationMode, "authorization-mode", "", "kubelet API authorization: Webhook or AlwaysAllow (default: Webhook with a kubeconfig, AlwaysAllow without)")
+	fs.Func("cluster-dns", "comma-separated cluster DNS server IPs for dnsPolicy ClusterFirst", func(v string) error {
+		opts.ClusterDNS = append(opts.ClusterDNS, strings.Split(v, ",")...)
+		return nil
+	})
+	fs.StringVar(&opts.ClusterDomain, "cluster-domain", "", "the cluster's DNS domain, e.g. cluster.local")
+	fs.StringVar(&opts.ResolvConf, "resolv-conf", "", `node resolver file for dnsPolicy Default (default /etc/resolv.conf with a real runtime; "-" for none)`)
 	fs.StringVar(&opts.RootDir, "root-dir", "", "directory of pod volumes and state (default /var/lib/kubelet with a real runtime)")
 	fs.StringVar(&opts.PodLogsDir, "pod-logs-dir", "", "root of container logs (default /var/log/pods with a real runtime)")
 	fs.BoolVar(&opts.Evented, "evented-pleg", false, "use the runtime's container events as PLEG hints")

@@ -3,11 +3,15 @@ package integration
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -103,7 +107,7 @@ func TestReferenceAgentContainerd(t *testing.T) {
 	admin := srv.AdminClient()
 	ensureDefaultServiceAccount(t, admin, "default")
 	a, err := agent.New(ctx, agent.Options{NodeName: node, Kube: srv.NodeConfig(node), RuntimeEndpoint: ep,
-		NodeIP: "10.89.0.1", HTTPAddr: "-"})
+		NodeIP: "10.89.0.1", HTTPAddr: "-", RootDir: t.TempDir(), PodLogsDir: t.TempDir()})
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
@@ -137,4 +141,104 @@ func TestReferenceAgentContainerd(t *testing.T) {
 	grace := int64(2)
 	require.NoError(t, admin.CoreV1().Pods("default").Delete(ctx, "ctd-web", metav1.DeleteOptions{GracePeriodSeconds: &grace}))
 	eventually("deleted pod disappears", func() bool { return getPod(t, admin, "ctd-web") == nil })
+}
+
+// TestReferenceAgentVolumesContainerd runs a real container that reads
+// every kind of volume the agent provides and env from a configMap, sees a
+// configMap update arrive in the running container, and checks that the
+// tmpfs and the pod directory are gone after deletion.
+func TestReferenceAgentVolumesContainerd(t *testing.T) {
+	ep := containerdEndpoint(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	const node = "ctd-vol-node"
+	admin := srv.AdminClient()
+	ensureDefaultServiceAccount(t, admin, "default")
+	root, logs := t.TempDir(), t.TempDir()
+	a, err := agent.New(ctx, agent.Options{NodeName: node, Kube: srv.NodeConfig(node), RuntimeEndpoint: ep,
+		NodeIP: "10.89.0.1", HTTPAddr: "-", RootDir: root, PodLogsDir: logs})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+	eventually := func(msg string, f func() bool) {
+		t.Helper()
+		require.Eventually(t, f, 90*time.Second, 250*time.Millisecond, msg)
+	}
+	cms := admin.CoreV1().ConfigMaps("default")
+	_, err = cms.Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ctd-cfg"}, Data: map[string]string{"key": "v1"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = admin.CoreV1().Secrets("default").Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ctd-sec"},
+		Data: map[string][]byte{"pw": []byte("s3cret")}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	size := resource.MustParse("16Mi")
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ctd-vol", Labels: map[string]string{"app": "vol"}}, Spec: v1.PodSpec{
+		NodeName: node,
+		Volumes: []v1.Volume{
+			{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "ctd-cfg"}}}},
+			{Name: "sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "ctd-sec"}}},
+			{Name: "info", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{Items: []v1.DownwardAPIVolumeFile{
+				{Path: "labels", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels"}}}}}},
+			{Name: "mem", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory, SizeLimit: &size}}},
+			{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+		},
+		Containers: []v1.Container{{Name: "reader", Image: busybox,
+			Env: []v1.EnvVar{{Name: "FROM_CM", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{
+				LocalObjectReference: v1.LocalObjectReference{Name: "ctd-cfg"}, Key: "key"}}}},
+			Command: []string{"sh", "-c", "echo cfg=$(cat /etc/cfg/key) sec=$(cat /etc/sec/pw) labels=$(cat /etc/info/labels) env=$FROM_CM; " +
+				"grep -q ' /mnt/mem tmpfs ' /proc/mounts && echo mem=tmpfs; echo hi > /mnt/sub/f && echo sub=ok; " +
+				"test -s /var/run/secrets/kubernetes.io/serviceaccount/token && echo token=ok; sleep 3600"},
+			VolumeMounts: []v1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg"}, {Name: "sec", MountPath: "/etc/sec"},
+				{Name: "info", MountPath: "/etc/info"}, {Name: "mem", MountPath: "/mnt/mem"},
+				{Name: "scratch", MountPath: "/mnt/sub", SubPath: "a/b"}},
+		}},
+	}}
+	created, err := admin.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+	require.NoError(t, err)
+	logFile := filepath.Join(agent.PodLogDir(logs, created), "reader", "0.log")
+	want := []string{`cfg=v1 sec=s3cret labels=app="vol" env=v1`, "mem=tmpfs", "sub=ok", "token=ok"}
+	eventually("the container prints every volume's content", func() bool {
+		b, err := os.ReadFile(logFile)
+		if err != nil {
+			return false
+		}
+		for _, w := range want {
+			if !strings.Contains(string(b), w) {
+				return false
+			}
+		}
+		return true
+	})
+	podDir := filepath.Join(root, "pods", string(created.UID))
+	assert.FileExists(t, filepath.Join(podDir, "volumes", "kubernetes.io~empty-dir", "scratch", "a", "b", "f"))
+
+	// A configMap update reaches the running container.
+	rt, err := remote.NewRemoteRuntimeService(ctx, ep, time.Minute, nil, false)
+	require.NoError(t, err)
+	defer func() { _ = rt.Close(ctx) }()
+	cm, err := cms.Get(ctx, "ctd-cfg", metav1.GetOptions{})
+	require.NoError(t, err)
+	cm.Data["key"] = "v2"
+	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	eventually("the update is in the volume (next sync: within about a minute)", func() bool {
+		cs, err := rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{"io.kubernetes.pod.uid": string(created.UID)}})
+		if err != nil || len(cs) == 0 {
+			return false
+		}
+		out, _, err := rt.ExecSync(ctx, cs[0].Id, []string{"cat", "/etc/cfg/key"}, 10*time.Second)
+		return err == nil && string(out) == "v2"
+	})
+
+	grace := int64(1)
+	require.NoError(t, admin.CoreV1().Pods("default").Delete(ctx, "ctd-vol", metav1.DeleteOptions{GracePeriodSeconds: &grace}))
+	eventually("deleted pod disappears", func() bool { return getPod(t, admin, "ctd-vol") == nil })
+	eventually("its directory and mounts are gone", func() bool {
+		_, err := os.Stat(podDir)
+		mi, _ := os.ReadFile("/proc/self/mountinfo")
+		return os.IsNotExist(err) && !strings.Contains(string(mi), podDir)
+	})
 }

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -112,6 +113,20 @@ func TestSyncLoopAPIServerSourceAsNode(t *testing.T) {
 func ensureDefaultServiceAccount(t testing.TB, cs kubernetes.Interface, ns string) {
 	_, err := cs.CoreV1().ServiceAccounts(ns).Create(context.Background(),
 		&v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	// What kube-controller-manager's root CA publisher does in a real
+	// cluster: every pod's kube-api-access volume projects this configMap,
+	// and the agent does not start a pod without its volumes.
+	ca, err := os.ReadFile(srv.KubeletCAFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cs.CoreV1().ConfigMaps(ns).Create(context.Background(), &v1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt"},
+		Data:       map[string]string{"ca.crt": string(ca)},
+	}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}

@@ -12,14 +12,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	criapi "k8s.io/cri-api/pkg/apis"
 	remote "k8s.io/cri-client/pkg"
 	"k8s.io/klog/v2"
 
 	"github.com/nodekit/nodekit/eviction"
+	"github.com/nodekit/nodekit/examples/kubelet/env"
+	"github.com/nodekit/nodekit/examples/kubelet/objects"
+	"github.com/nodekit/nodekit/examples/kubelet/podnet"
 	"github.com/nodekit/nodekit/examples/kubelet/volumes"
 	"github.com/nodekit/nodekit/internal/crisim"
 	"github.com/nodekit/nodekit/kubeletapi"
@@ -56,6 +61,9 @@ type Agent struct {
 	status     *statusWriter
 	syncer     *syncer
 	summary    eviction.SummaryProvider
+	objects    *objects.Cache                  // nil standalone
+	informers  informers.SharedInformerFactory // services, for env; nil standalone
+	services   cache.SharedIndexInformer
 	volumes    *volumes.Manager
 	api        *kubeletapi.Server
 	apiPort    int          // the bound kubelet API port, 0 when disabled
@@ -173,8 +181,8 @@ func (a *Agent) close(ctx context.Context) {
 	if a.events != nil {
 		a.events.Shutdown()
 	}
-	if a.volumes != nil {
-		a.volumes.Stop()
+	if a.objects != nil {
+		a.objects.Stop()
 	}
 }
 
@@ -195,12 +203,24 @@ func (a *Agent) build(ctx context.Context) error {
 	if a.sim != nil {
 		mounter = volumes.DirOnly // simulated containers never read the host
 	}
-	if a.volumes, err = volumes.New(volumes.Config{RootDir: a.opts.RootDir, Client: a.client, Allocatable: a.allocatable,
-		Mounter: mounter, Recorder: a.recorder, Clock: a.opts.Clock}); err != nil {
+	var objs volumes.Objects
+	if a.client != nil {
+		if a.objects, err = objects.New(objects.Config{Client: a.client, Clock: a.opts.Clock}); err != nil {
+			return err
+		}
+		objs = a.objects
+		a.informers = informers.NewSharedInformerFactory(a.client, 0)
+		a.services = a.informers.Core().V1().Services().Informer()
+	}
+	if a.volumes, err = volumes.New(volumes.Config{RootDir: a.opts.RootDir, Objects: objs, Client: a.client,
+		Allocatable: a.allocatable, Mounter: mounter, Recorder: a.recorder, Clock: a.opts.Clock}); err != nil {
 		return err
 	}
 	a.syncer = &syncer{rt: a.rt, images: a.images, clock: a.opts.Clock, backoff: backoff, status: a.status,
-		livenessFailed: a.livenessFailed, recorder: a.recorder, logsDir: a.opts.PodLogsDir, volumes: a.volumes}
+		livenessFailed: a.livenessFailed, recorder: a.recorder, logsDir: a.opts.PodLogsDir, volumes: a.volumes,
+		objects: a.objects, envPod: a.envPod, nodeHostsFile: "/etc/hosts", maskedPaths: maskedPaths(),
+		seccompRoot: filepath.Join(a.opts.RootDir, "seccomp"), memoryCapacity: a.memoryCapacity,
+		net: podnet.Config{ClusterDNS: a.opts.ClusterDNS, ClusterDomain: a.opts.ClusterDomain, ResolvConf: a.opts.ResolvConf}}
 	if a.sim != nil {
 		a.syncer.beforeCreate = simScripter(a.sim)
 	}
@@ -227,6 +247,72 @@ func (a *Agent) build(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// envPod is what containers' environments need from the node.
+func (a *Agent) envPod(pod *v1.Pod, podIPs []string) env.Pod {
+	hostIPs := a.hostIPs()
+	if pod.Spec.HostNetwork {
+		podIPs = hostIPs
+	}
+	p := env.Pod{Pod: pod, HostIPs: hostIPs, PodIPs: podIPs, Allocatable: a.allocatable()}
+	if a.services != nil {
+		p.Services = func() ([]*v1.Service, error) {
+			var out []*v1.Service
+			for _, o := range a.services.GetStore().List() {
+				if s, ok := o.(*v1.Service); ok {
+					out = append(out, s)
+				}
+			}
+			return out, nil
+		}
+		p.ServicesSynced = a.services.HasSynced()
+	}
+	return p
+}
+
+// hostIPs are the node's InternalIPs as last reported, else the
+// configured node IP.
+func (a *Agent) hostIPs() []string {
+	var ips []string
+	if a.nodeStatus != nil {
+		if n := a.nodeStatus.Node(); n != nil {
+			// One per family, the first InternalIP, else ExternalIP.
+			var v4, v6 string
+			for _, t := range []v1.NodeAddressType{v1.NodeInternalIP, v1.NodeExternalIP} {
+				for _, addr := range n.Status.Addresses {
+					ip := net.ParseIP(addr.Address)
+					if addr.Type != t || ip == nil {
+						continue
+					}
+					if ip.To4() != nil && v4 == "" {
+						v4 = addr.Address
+					} else if ip.To4() == nil && v6 == "" {
+						v6 = addr.Address
+					}
+				}
+			}
+			for _, ip := range []string{v4, v6} {
+				if ip != "" {
+					ips = append(ips, ip)
+				}
+			}
+		}
+	}
+	if len(ips) == 0 && a.opts.NodeIP != "" {
+		ips = []string{a.opts.NodeIP}
+	}
+	return ips
+}
+
+// memoryCapacity is the node's memory capacity as last reported.
+func (a *Agent) memoryCapacity() int64 {
+	if a.nodeStatus != nil {
+		if n := a.nodeStatus.Node(); n != nil {
+			return n.Status.Capacity.Memory().Value()
+		}
+	}
+	return a.opts.MemoryCapacity
 }
 
 // allocatable is the node's allocatable resources as last reported.

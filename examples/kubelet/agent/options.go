@@ -69,6 +69,16 @@ type Options struct {
 	// <RootDir>/pods/<uid>. Default /var/lib/kubelet with a real runtime, a
 	// directory under StateDir with the simulator.
 	RootDir string
+	// ClusterDNS are the cluster DNS servers pods with dnsPolicy
+	// ClusterFirst use (--cluster-dns).
+	ClusterDNS []string
+	// ClusterDomain is the cluster's DNS domain (--cluster-domain), e.g.
+	// cluster.local.
+	ClusterDomain string
+	// ResolvConf is the node resolver file pods with dnsPolicy Default
+	// copy (--resolv-conf). Default /etc/resolv.conf with a real runtime;
+	// "-" for none.
+	ResolvConf string
 	// NodeIP is the node's InternalIP. Default: discovered (with the
 	// simulator: 10.255.0.1, a made-up address).
 	NodeIP string
@@ -116,6 +126,17 @@ func (o *Options) defaults() error {
 	}
 	if o.RootDir == "" && o.RuntimeEndpoint != "" {
 		o.RootDir = DefaultRootDir
+	}
+	if o.ResolvConf == "" && o.RuntimeEndpoint != "" {
+		o.ResolvConf = "/etc/resolv.conf"
+	}
+	if o.ResolvConf == "-" {
+		o.ResolvConf = ""
+	}
+	for _, ip := range o.ClusterDNS {
+		if net.ParseIP(ip) == nil {
+			errs = append(errs, fmt.Errorf("cluster DNS %q is not an IP address", ip))
+		}
 	}
 	if o.HTTPAddr == "" {
 		o.HTTPAddr = DefaultHTTPAddr

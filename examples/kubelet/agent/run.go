@@ -31,6 +31,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		}()
 	}
 	a.apiLn = nil // the API server owns and closes it from here
+	if a.informers != nil {
+		a.informers.Start(ctx.Done())
+		defer a.informers.Shutdown()
+	}
 	start("kubeletapi", a.api.Run)
 	start("pleg", a.pleg.Run)
 	start("prober", a.probes.Run)

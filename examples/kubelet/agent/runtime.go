@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -142,62 +143,49 @@ func sandboxConfig(pod *v1.Pod, attempt uint32, logsDir string) *runtimeapi.PodS
 	}
 }
 
-func containerConfig(pod *v1.Pod, c *v1.Container, attempt uint32) *runtimeapi.ContainerConfig {
-	envs := make([]*runtimeapi.KeyValue, 0, len(c.Env))
-	for _, e := range c.Env {
-		envs = append(envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
+// keyValues is env as CRI key/values, sorted by name.
+func keyValues(vars map[string]string) []*runtimeapi.KeyValue {
+	out := make([]*runtimeapi.KeyValue, 0, len(vars))
+	for k, v := range vars {
+		out = append(out, &runtimeapi.KeyValue{Key: k, Value: []byte(v)})
 	}
+	slices.SortFunc(out, func(a, b *runtimeapi.KeyValue) int { return strings.Compare(a.Key, b.Key) })
+	return out
+}
+
+// containerConfig is the part of a container's CRI config that comes from
+// its spec alone; the syncer adds env, expanded command/args and mounts.
+func containerConfig(pod *v1.Pod, c *v1.Container, attempt uint32) *runtimeapi.ContainerConfig {
 	return &runtimeapi.ContainerConfig{
 		Metadata: &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: attempt},
 		Image:    &runtimeapi.ImageSpec{Image: c.Image},
 		Command:  c.Command,
 		Args:     c.Args,
-		Envs:     envs,
 		Labels: map[string]string{labelPodName: pod.Name, labelPodNamespace: pod.Namespace, labelPodUID: string(pod.UID),
 			labelContainerName: c.Name},
 		Annotations: map[string]string{annotationHash: containerHash(c)},
 		LogPath:     c.Name + "/" + strconv.Itoa(int(attempt)) + ".log",
-		Linux:       &runtimeapi.LinuxContainerConfig{SecurityContext: identity(pod, c)},
+		Linux:       &runtimeapi.LinuxContainerConfig{},
 	}
 }
 
-// literalEnv is the container's env with literal values, for subPathExpr.
-// TODO(#17): resolve valueFrom and envFrom as well.
-func literalEnv(c *v1.Container) map[string]string {
-	env := make(map[string]string, len(c.Env))
-	for _, e := range c.Env {
-		if e.ValueFrom == nil {
-			env[e.Name] = e.Value
-		}
+// namespaces are the pod's Linux namespaces: the node's network, PID and
+// IPC namespaces where the pod asks for them, the pod's own otherwise
+// (one PID namespace per container unless shareProcessNamespace).
+func namespaces(pod *v1.Pod) *runtimeapi.NamespaceOption {
+	ns := &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER,
+		Ipc: runtimeapi.NamespaceMode_POD}
+	if pod.Spec.HostNetwork {
+		ns.Network = runtimeapi.NamespaceMode_NODE
 	}
-	return env
-}
-
-// identity is the user and groups a container runs as: runAsUser and
-// runAsGroup (the container's over the pod's), and the pod's
-// supplementalGroups plus its fsGroup, so that volumes given to the fsGroup
-// are readable.
-func identity(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerSecurityContext {
-	sc := &runtimeapi.LinuxContainerSecurityContext{}
-	if psc := pod.Spec.SecurityContext; psc != nil {
-		if psc.RunAsUser != nil {
-			sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
-		}
-		if psc.RunAsGroup != nil {
-			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
-		}
-		sc.SupplementalGroups = append(sc.SupplementalGroups, psc.SupplementalGroups...)
-		if psc.FSGroup != nil {
-			sc.SupplementalGroups = append(sc.SupplementalGroups, *psc.FSGroup)
-		}
+	if pod.Spec.HostIPC {
+		ns.Ipc = runtimeapi.NamespaceMode_NODE
 	}
-	if csc := c.SecurityContext; csc != nil {
-		if csc.RunAsUser != nil {
-			sc.RunAsUser = &runtimeapi.Int64Value{Value: *csc.RunAsUser}
-		}
-		if csc.RunAsGroup != nil {
-			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *csc.RunAsGroup}
-		}
+	switch {
+	case pod.Spec.HostPID:
+		ns.Pid = runtimeapi.NamespaceMode_NODE
+	case pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace:
+		ns.Pid = runtimeapi.NamespaceMode_POD
 	}
-	return sc
+	return ns
 }

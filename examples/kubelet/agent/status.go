@@ -36,6 +36,34 @@ type statusWriter struct {
 
 	mu       sync.Mutex
 	statuses map[types.UID]*podRecord
+	// startErrors holds why a container could not be created, by pod UID
+	// and container name, until it is.
+	startErrors map[types.UID]map[string]v1.ContainerStateWaiting
+}
+
+// startFailed records (reason non-empty) or clears why container name of
+// pod uid could not start; its status then waits with that reason.
+func (w *statusWriter) startFailed(uid types.UID, name, reason, message string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if reason == "" {
+		delete(w.startErrors[uid], name)
+		return
+	}
+	if w.startErrors == nil {
+		w.startErrors = map[types.UID]map[string]v1.ContainerStateWaiting{}
+	}
+	if w.startErrors[uid] == nil {
+		w.startErrors[uid] = map[string]v1.ContainerStateWaiting{}
+	}
+	w.startErrors[uid][name] = v1.ContainerStateWaiting{Reason: reason, Message: message}
+}
+
+func (w *statusWriter) startError(uid types.UID, name string) (v1.ContainerStateWaiting, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e, ok := w.startErrors[uid][name]
+	return e, ok
 }
 
 type podRecord struct {
@@ -124,6 +152,7 @@ func withUID(patch []byte, uid types.UID) ([]byte, error) {
 func (w *statusWriter) finishDeletion(ctx context.Context, pod *v1.Pod) error {
 	w.mu.Lock()
 	delete(w.statuses, pod.UID)
+	delete(w.startErrors, pod.UID)
 	w.mu.Unlock()
 	if w.client == nil || pod.DeletionTimestamp == nil || isStatic(pod) {
 		return nil
@@ -175,7 +204,10 @@ func (w *statusWriter) build(pod *v1.Pod, rtp *podRuntime, old *v1.PodStatus) v1
 	if w.nodeIP != "" {
 		s.HostIPs = []v1.HostIP{{IP: w.nodeIP}}
 	}
-	if rtp.sandboxIP != "" {
+	switch {
+	case pod.Spec.HostNetwork && w.nodeIP != "":
+		s.PodIP, s.PodIPs = w.nodeIP, []v1.PodIP{{IP: w.nodeIP}} // the node's address
+	case rtp.sandboxIP != "":
 		s.PodIP, s.PodIPs = rtp.sandboxIP, []v1.PodIP{{IP: rtp.sandboxIP}}
 	}
 	initialized := true
@@ -237,6 +269,10 @@ func conditions(old *v1.PodStatus, now metav1.Time, cs ...v1.PodCondition) []v1.
 
 func (w *statusWriter) containerStatus(pod *v1.Pod, c *v1.Container, rtp *podRuntime, waitReason string) v1.ContainerStatus {
 	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image, State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: waitReason}}}
+	failed, hasFailed := w.startError(pod.UID, c.Name)
+	if hasFailed {
+		cs.State.Waiting = &failed
+	}
 	st := rtp.latest(c.Name)
 	if st == nil {
 		return cs
@@ -256,7 +292,10 @@ func (w *statusWriter) containerStatus(pod *v1.Pod, c *v1.Container, rtp *podRun
 		t := terminated(st, w.runtimeName)
 		cs.State = v1.ContainerState{Terminated: t}
 		if shouldRestart(pod, st) {
-			if ok, _ := w.backoff.ready(string(pod.UID) + "/" + c.Name); !ok {
+			if hasFailed {
+				cs.LastTerminationState = v1.ContainerState{Terminated: t}
+				cs.State = v1.ContainerState{Waiting: &failed}
+			} else if ok, _ := w.backoff.ready(string(pod.UID) + "/" + c.Name); !ok {
 				cs.LastTerminationState = v1.ContainerState{Terminated: t}
 				cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
 					Message: fmt.Sprintf("back-off restarting failed container %s in pod %s", c.Name, klog.KObj(pod))}}

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
+	grpcstatus "google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -16,6 +18,9 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/nodekit/nodekit/examples/kubelet/env"
+	"github.com/nodekit/nodekit/examples/kubelet/objects"
+	"github.com/nodekit/nodekit/examples/kubelet/podnet"
 	"github.com/nodekit/nodekit/examples/kubelet/volumes"
 	"github.com/nodekit/nodekit/podworkers"
 )
@@ -95,12 +100,123 @@ type syncer struct {
 	logsDir string
 	// volumes mounts the pod's volumes before its containers start.
 	volumes *volumes.Manager
+	// objects watches the configMaps and secrets pods reference (nil
+	// standalone).
+	objects *objects.Cache
+	// envPod gives what a container's environment depends on besides the
+	// pod: addresses, allocatable, services.
+	envPod func(pod *v1.Pod, podIPs []string) env.Pod
+	// net names the pod on the network: hostname, DNS, /etc/hosts.
+	net podnet.Config
+	// nodeHostsFile is the node's /etc/hosts, for host-network pods.
+	nodeHostsFile string
+	// maskedPaths are the /proc and /sys paths containers see masked.
+	maskedPaths []string
+	// seccompRoot holds Localhost seccomp profiles (<root-dir>/seccomp).
+	seccompRoot string
+	// memoryCapacity is the node's memory, for OOM score adjustment.
+	memoryCapacity func() int64
+}
+
+// sandboxConfig is the pod's CRI sandbox config: identity, hostname, DNS,
+// namespaces, log directory. warn reports DNS problems as events (on
+// creation only, not on every container start).
+func (s *syncer) sandboxConfig(pod *v1.Pod, attempt uint32, warn bool) (*runtimeapi.PodSandboxConfig, error) {
+	host, domain, err := s.net.HostnameAndDomain(pod)
+	if err != nil {
+		return nil, err
+	}
+	if !pod.Spec.HostNetwork {
+		if host, err = podnet.SandboxHostname(pod, host, domain); err != nil {
+			return nil, err
+		}
+	}
+	dns, warnings, err := s.net.DNS(pod)
+	if err != nil {
+		return nil, err
+	}
+	if warn {
+		for _, w := range warnings {
+			s.event(pod, v1.EventTypeWarning, w.Reason, "%s", w.Message)
+		}
+	}
+	cfg := sandboxConfig(pod, attempt, s.logsDir)
+	cfg.Linux.SecurityContext = s.sandboxSecurity(pod)
+	if psc := pod.Spec.SecurityContext; psc != nil && len(psc.Sysctls) > 0 {
+		cfg.Linux.Sysctls = map[string]string{}
+		for _, sc := range psc.Sysctls {
+			cfg.Linux.Sysctls[sc.Name] = sc.Value
+		}
+	}
+	cfg.DnsConfig = dns
+	cfg.Hostname = host
+	if pod.Spec.HostNetwork {
+		cfg.Hostname = "" // the node's
+	}
+	return cfg, nil
+}
+
+// hostsMount writes the pod's kubelet-managed /etc/hosts and returns its
+// mount for c; nil when the container mounts its own /etc/hosts or the
+// pod has no address yet.
+func (s *syncer) hostsMount(pod *v1.Pod, c *v1.Container, podIPs []string) (*runtimeapi.Mount, error) {
+	if len(podIPs) == 0 && !pod.Spec.HostNetwork {
+		return nil, nil
+	}
+	for _, m := range c.VolumeMounts {
+		if m.MountPath == "/etc/hosts" {
+			return nil, nil
+		}
+	}
+	host, domain, err := s.net.HostnameAndDomain(pod)
+	if err != nil {
+		return nil, err
+	}
+	var node []byte
+	if pod.Spec.HostNetwork {
+		if node, err = os.ReadFile(s.nodeHostsFile); err != nil {
+			return nil, err
+		}
+	}
+	path := filepath.Join(s.volumes.PodDir(pod.UID), "etc-hosts")
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(path, podnet.HostsFile(pod, podIPs, host, domain, node), 0o644); err != nil {
+		return nil, err
+	}
+	return &runtimeapi.Mount{ContainerPath: "/etc/hosts", HostPath: path, Propagation: runtimeapi.MountPropagation_PROPAGATION_PRIVATE}, nil
 }
 
 var _ podworkers.Syncer = (*syncer)(nil)
 
 // errCrashLoopBackOff marks a sync that waits for a container's backoff.
 var errCrashLoopBackOff = errors.New("CrashLoopBackOff")
+
+// containerEvent records an event about container c of pod, with the
+// container's field path as the kubelet sets it (spec.containers{name}).
+func (s *syncer) containerEvent(pod *v1.Pod, c *v1.Container, typ, reason, format string, args ...any) {
+	if s.recorder == nil {
+		return
+	}
+	ref := &v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
+		ResourceVersion: pod.ResourceVersion, FieldPath: containerFieldPath(pod, c.Name)}
+	s.recorder.Eventf(ref, typ, reason, format, args...)
+}
+
+func containerFieldPath(pod *v1.Pod, name string) string {
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name == name {
+			return "spec.initContainers{" + name + "}"
+		}
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		if c.Name == name {
+			return "spec.ephemeralContainers{" + name + "}"
+		}
+	}
+	return "spec.containers{" + name + "}"
+}
 
 func (s *syncer) event(pod *v1.Pod, typ, reason, format string, args ...any) {
 	if s.recorder != nil {
@@ -113,15 +229,22 @@ func (s *syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, mirr
 	if err != nil {
 		return false, err
 	}
-	if done, terminal := podDone(pod, rtp); done && rtp.readySandbox() == nil {
+	done, terminal := podDone(pod, rtp)
+	if done && rtp.readySandbox() == nil {
 		s.status.write(ctx, pod, mirror, rtp, nil)
 		return terminal, nil
 	}
-	// Volumes first, on every sync: this is also how their contents
-	// follow configMap, secret, label and token changes.
-	if err := s.volumes.SetUpPod(ctx, pod); err != nil {
-		s.status.write(ctx, pod, mirror, rtp, nil)
-		return false, err
+	// Volumes first, on every sync of a pod that still runs something:
+	// this is also how their contents follow configMap, secret, label and
+	// token changes. Only a volume never set up holds the pod back.
+	if !done {
+		if s.objects != nil {
+			s.objects.Register(ctx, pod)
+		}
+		if err := s.volumes.SetUpPod(ctx, pod); err != nil {
+			s.status.write(ctx, pod, mirror, rtp, nil)
+			return false, err
+		}
 	}
 	if rtp.readySandbox() == nil {
 		if err := s.createSandbox(ctx, pod, uint32(len(rtp.sandboxes))); err != nil {
@@ -136,17 +259,22 @@ func (s *syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, mirr
 		return false, err
 	}
 	s.status.write(ctx, pod, mirror, rtp, nil)
-	_, terminal := podDone(pod, rtp)
+	_, terminal = podDone(pod, rtp)
 	return terminal, syncErr
 }
 
 func (s *syncer) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) error {
-	cfg := sandboxConfig(pod, attempt, s.logsDir)
+	cfg, err := s.sandboxConfig(pod, attempt, true)
+	if err != nil {
+		s.event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+		return fmt.Errorf("create pod sandbox: %w", err)
+	}
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return fmt.Errorf("pod log directory: %w", err)
 	}
 	id, err := s.rt.RunPodSandbox(ctx, cfg, "")
 	if err != nil {
+		s.event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		return fmt.Errorf("create pod sandbox: %w", err)
 	}
 	klog.FromContext(ctx).V(2).Info("Started pod sandbox", "pod", klog.KObj(pod), "sandbox", id)
@@ -202,7 +330,7 @@ func (s *syncer) checkRunning(ctx context.Context, pod *v1.Pod, sb *runtimeapi.P
 		return nil
 	}
 	klog.FromContext(ctx).Info("Restarting container", "pod", klog.KObj(pod), "container", c.Name, "reason", reason)
-	s.event(pod, v1.EventTypeNormal, "Killing", "Container %s %s, will be restarted", c.Name, reason)
+	s.containerEvent(pod, c, v1.EventTypeNormal, "Killing", "Container %s %s, will be restarted", c.Name, reason)
 	if err := s.rt.StopContainer(ctx, st.Id, gracePeriod(pod)); err != nil {
 		return fmt.Errorf("stop container %s: %w", c.Name, err)
 	}
@@ -216,7 +344,7 @@ func (s *syncer) restart(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSan
 	if ok, until := s.backoff.ready(key); !ok {
 		// An error makes the pod worker retry after its backoff (10s),
 		// as the kubelet's CrashLoopBackOff does.
-		s.event(pod, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", c.Name, klog.KObj(pod))
+		s.containerEvent(pod, c, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", c.Name, klog.KObj(pod))
 		return fmt.Errorf("%w: back-off %s restarting failed container=%s pod=%s",
 			errCrashLoopBackOff, until.Sub(s.clock.Now()).Round(time.Second), c.Name, klog.KObj(pod))
 	}
@@ -229,27 +357,112 @@ func (s *syncer) start(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandb
 	if err := s.ensureImage(ctx, pod, c); err != nil {
 		return err
 	}
+	cfg, err := s.containerConfig(ctx, pod, sb, c, attempt)
+	if err == nil {
+		err = s.checkNonRoot(ctx, pod, c)
+	}
+	if err != nil {
+		s.status.startFailed(pod.UID, c.Name, "CreateContainerConfigError", err.Error())
+		s.containerEvent(pod, c, v1.EventTypeWarning, "Failed", "Error: %v", err)
+		return fmt.Errorf("container %s: %w", c.Name, err)
+	}
 	if s.beforeCreate != nil {
 		s.beforeCreate(pod, c)
 	}
-	mounts, err := s.volumes.ContainerMounts(pod, c, literalEnv(c))
+	sbCfg, err := s.sandboxConfig(pod, sb.Metadata.Attempt, false)
 	if err != nil {
-		s.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
-		return fmt.Errorf("mounts of container %s: %w", c.Name, err)
+		return err
 	}
-	cfg := containerConfig(pod, c, attempt)
-	cfg.Mounts = mounts
-	id, err := s.rt.CreateContainer(ctx, sb.Id, cfg, sandboxConfig(pod, sb.Metadata.Attempt, s.logsDir))
+	id, err := s.rt.CreateContainer(ctx, sb.Id, cfg, sbCfg)
 	if err != nil {
+		msg := grpcstatus.Convert(err).Message() // without the rpc error prefix
+		s.status.startFailed(pod.UID, c.Name, "CreateContainerError", msg)
+		s.containerEvent(pod, c, v1.EventTypeWarning, "Failed", "Error: %s", msg)
 		return fmt.Errorf("create container %s: %w", c.Name, err)
 	}
-	s.event(pod, v1.EventTypeNormal, "Created", "Created container: %s", c.Name)
+	s.status.startFailed(pod.UID, c.Name, "", "")
+	s.containerEvent(pod, c, v1.EventTypeNormal, "Created", "Container created")
 	if err := s.rt.StartContainer(ctx, id); err != nil {
-		s.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
+		s.containerEvent(pod, c, v1.EventTypeWarning, "Failed", "Error: %s", grpcstatus.Convert(err).Message())
 		return fmt.Errorf("start container %s: %w", c.Name, err)
 	}
-	s.event(pod, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	s.containerEvent(pod, c, v1.EventTypeNormal, "Started", "Container started")
 	return nil
+}
+
+// containerConfig is the CRI config of c: its environment resolved,
+// command and args expanded with it, its volume mounts.
+func (s *syncer) containerConfig(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandbox, c *v1.Container, attempt uint32) (*runtimeapi.ContainerConfig, error) {
+	var podIPs []string
+	if st, err := s.rt.PodSandboxStatus(ctx, sb.Id, false); err == nil {
+		if n := st.GetStatus().GetNetwork(); n != nil && n.Ip != "" {
+			podIPs = append(podIPs, n.Ip)
+			for _, ip := range n.AdditionalIps {
+				podIPs = append(podIPs, ip.Ip)
+			}
+		}
+	}
+	ep := env.Pod{Pod: pod, PodIPs: podIPs, Objects: s.objectsOrNil(), Static: isStatic(pod)}
+	if s.envPod != nil {
+		ep = s.envPod(pod, podIPs)
+		ep.Objects, ep.Static = s.objectsOrNil(), isStatic(pod)
+	}
+	vars, err := env.Build(ctx, ep, c)
+	if err != nil {
+		return nil, err
+	}
+	mounts, err := s.volumes.ContainerMounts(ctx, pod, c, vars)
+	if err != nil {
+		return nil, err
+	}
+	hosts, err := s.hostsMount(pod, c, podIPs)
+	if err != nil {
+		return nil, err
+	}
+	if hosts != nil {
+		mounts = append(mounts, hosts)
+	}
+	cfg := containerConfig(pod, c, attempt)
+	cfg.Linux.SecurityContext = s.containerSecurity(pod, c)
+	qos := pod.Status.QOSClass // as the API server set it
+	if qos == "" {
+		qos = qosClass(pod)
+	}
+	var memCap int64
+	if s.memoryCapacity != nil {
+		memCap = s.memoryCapacity()
+	}
+	cfg.Linux.Resources = containerResources(c, qos, memCap)
+	cfg.Envs = keyValues(vars)
+	cfg.Command = env.ExpandAll(c.Command, vars)
+	cfg.Args = env.ExpandAll(c.Args, vars)
+	cfg.Mounts = mounts
+	return cfg, nil
+}
+
+// checkNonRoot applies runAsNonRoot against the image's user.
+func (s *syncer) checkNonRoot(ctx context.Context, pod *v1.Pod, c *v1.Container) error {
+	eff := effectiveSecurity(pod, c)
+	if eff.RunAsNonRoot == nil || !*eff.RunAsNonRoot || eff.RunAsUser != nil {
+		return verifyRunAsNonRoot(pod, c, nil, "")
+	}
+	st, err := s.images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: c.Image}, false)
+	if err != nil {
+		return fmt.Errorf("image status of %s: %w", c.Image, err)
+	}
+	var uid *int64
+	if u := st.GetImage().GetUid(); u != nil {
+		uid = &u.Value
+	}
+	return verifyRunAsNonRoot(pod, c, uid, st.GetImage().GetUsername())
+}
+
+// objectsOrNil keeps a nil cache a nil interface.
+func (s *syncer) objectsOrNil() env.Objects {
+	if s.objects == nil {
+		return nil
+	}
+	return s.objects
 }
 
 // ensureImage pulls the container's image unless it is present and the
@@ -263,12 +476,15 @@ func (s *syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container) 
 		}
 	}
 	if c.ImagePullPolicy == v1.PullNever {
-		s.event(pod, v1.EventTypeWarning, "ErrImageNeverPull", "Container image %q is not present with pull policy of Never", c.Image)
+		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
+		s.status.startFailed(pod.UID, c.Name, "ErrImageNeverPull", msg)
+		s.containerEvent(pod, c, v1.EventTypeWarning, "ErrImageNeverPull", "%s", msg)
 		return fmt.Errorf("image %s is not present and the pull policy is Never", c.Image)
 	}
-	s.event(pod, v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
+	s.containerEvent(pod, c, v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
 	if _, err := s.images.PullImage(ctx, spec, nil, nil); err != nil {
-		s.event(pod, v1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", c.Image, err)
+		s.status.startFailed(pod.UID, c.Name, "ErrImagePull", err.Error())
+		s.containerEvent(pod, c, v1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", c.Image, err)
 		return fmt.Errorf("pull image %s: %w", c.Image, err)
 	}
 	return nil
@@ -387,6 +603,9 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error {
 	}
 	if err := s.volumes.TearDownPod(ctx, pod.UID); err != nil {
 		return err
+	}
+	if s.objects != nil {
+		s.objects.Unregister(pod.UID)
 	}
 	s.backoff.forget(pod.UID)
 	return s.status.finishDeletion(ctx, pod)

@@ -1,8 +1,3 @@
-// Package downward resolves the downward API for the reference agent: the
-// pod fields (fieldRef) and container resources (resourceFieldRef) a pod
-// may read about itself, as files in a downwardAPI or projected volume and,
-// later, as environment variables. Values are formatted as the kubelet
-// formats them, so a workload sees the same bytes on either agent.
 package downward
 
 import (
@@ -98,12 +93,22 @@ func findContainer(pod *v1.Pod, name string) (*v1.Container, error) {
 
 // ContainerResource returns the value of a resourceFieldRef for the named
 // container of pod. A limit the container does not set (or sets to zero)
-// reads as the node's allocatable amount, as on the kubelet. Values are
-// rounded up to whole divisors (default divisor 1).
+// reads as the pod-level limit if the pod sets one, else the node's
+// allocatable amount, as on the kubelet. Values are rounded up to whole
+// divisors (default divisor 1).
 func ContainerResource(ref *v1.ResourceFieldSelector, pod *v1.Pod, container string, allocatable v1.ResourceList) (string, error) {
 	c, err := findContainer(pod, container)
 	if err != nil {
 		return "", err
+	}
+	if pod.Spec.Resources != nil && len(pod.Spec.Resources.Limits) > 0 {
+		allocatable = allocatable.DeepCopy()
+		if allocatable == nil {
+			allocatable = v1.ResourceList{}
+		}
+		for name, q := range pod.Spec.Resources.Limits {
+			allocatable[name] = q
+		}
 	}
 	limits := c.Resources.Limits.DeepCopy()
 	if limits == nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -24,11 +25,14 @@ var ErrInvalidConfig = errors.New("volumes: invalid config")
 // where one exists.
 type Config struct {
 	// RootDir is the kubelet's --root-dir; pod volumes live under
-	// <RootDir>/pods/<uid>/volumes/<plugin>/<name>. Required.
+	// <RootDir>/pods/<uid>/volumes/<plugin>/<name>. Required; New creates
+	// it if missing.
 	RootDir string
-	// Client reads configMaps and secrets and requests service account
-	// tokens, as the node identity. nil (standalone): pods using those
-	// volumes fail to mount.
+	// Objects reads configMaps and secrets (an *objects.Cache). nil
+	// (standalone): pods using them fail to mount.
+	Objects Objects
+	// Client requests service account tokens, as the node identity. nil
+	// (standalone): pods with token projections fail to mount.
 	Client kubernetes.Interface
 	// Allocatable returns the node's allocatable resources: the default of
 	// a downward API limit the container does not set, and the size of a
@@ -49,12 +53,13 @@ type Config struct {
 // Everything else is refused with a FailedMount event rather than started
 // without the volume.
 type Manager struct {
-	cfg     Config
-	objects *objectCache
-	tokens  *tokenCache
+	cfg    Config
+	tokens *tokenCache
 
-	mu      sync.Mutex
-	mounted map[types.UID]bool // pods whose volumes have been set up
+	mu sync.Mutex
+	// ready holds, for each pod set up since start, the volumes set up
+	// at least once: a later refresh failure of one of those only warns.
+	ready map[types.UID]map[string]bool
 }
 
 // New checks cfg and returns a Manager. Call Stop when done.
@@ -65,6 +70,17 @@ func New(cfg Config) (*Manager, error) {
 	if !filepath.IsAbs(cfg.RootDir) {
 		return nil, fmt.Errorf("%w: RootDir %q must be absolute", ErrInvalidConfig, cfg.RootDir)
 	}
+	// Mount points are matched by path against /proc/self/mountinfo, which
+	// shows resolved paths: resolve the root once, so that a mount under it
+	// is never missed (and never deleted through).
+	if err := os.MkdirAll(cfg.RootDir, 0o750); err != nil {
+		return nil, fmt.Errorf("%w: RootDir: %v", ErrInvalidConfig, err)
+	}
+	root, err := filepath.EvalSymlinks(cfg.RootDir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: RootDir: %v", ErrInvalidConfig, err)
+	}
+	cfg.RootDir = root
 	if cfg.Mounter == nil {
 		cfg.Mounter = HostMounter
 	}
@@ -74,19 +90,13 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Allocatable == nil {
 		cfg.Allocatable = func() v1.ResourceList { return nil }
 	}
-	m := &Manager{cfg: cfg, mounted: map[types.UID]bool{}}
-	if cfg.Client != nil {
-		m.objects = newObjectCache(cfg.Client, cfg.Clock)
-	}
-	m.tokens = newTokenCache(cfg.Client, cfg.Clock)
-	return m, nil
+	return &Manager{cfg: cfg, ready: map[types.UID]map[string]bool{}, tokens: newTokenCache(cfg.Client, cfg.Clock)}, nil
 }
 
-// Stop ends the object watches.
-func (m *Manager) Stop() {
-	if m.objects != nil {
-		m.objects.stop()
-	}
+// Objects reads configMaps and secrets; objects.Cache is one.
+type Objects interface {
+	ConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error)
+	Secret(ctx context.Context, namespace, name string) (*v1.Secret, error)
 }
 
 // PodDir is the pod's directory under the root directory.
@@ -127,45 +137,19 @@ func (m *Manager) volumePath(pod *v1.Pod, v *v1.Volume) string {
 	return filepath.Join(m.PodDir(pod.UID), "volumes", pluginDir(v), v.Name)
 }
 
-// references returns the configMaps and secrets the pod's volumes name.
-func references(pod *v1.Pod) []objectKey {
-	var keys []objectKey
-	add := func(k objectKind, name string) {
-		keys = append(keys, objectKey{kind: k, namespace: pod.Namespace, name: name})
-	}
-	for i := range pod.Spec.Volumes {
-		v := &pod.Spec.Volumes[i]
-		switch {
-		case v.ConfigMap != nil:
-			add(kindConfigMap, v.ConfigMap.Name)
-		case v.Secret != nil:
-			add(kindSecret, v.Secret.SecretName)
-		case v.Projected != nil:
-			for _, s := range v.Projected.Sources {
-				if s.ConfigMap != nil {
-					add(kindConfigMap, s.ConfigMap.Name)
-				}
-				if s.Secret != nil {
-					add(kindSecret, s.Secret.Name)
-				}
-			}
-		}
-	}
-	return keys
-}
-
 // SetUpPod mounts or refreshes every volume of pod; the pod's containers
 // may start only after it returns nil. It is called on every sync of a
 // running pod, which is how configMap, secret, downward API and token
 // contents follow their sources (an unchanged payload writes nothing).
 // Each volume that fails gets a FailedMount event with the kubelet's
-// message; the error names them all.
+// message; the error names those never set up (a volume that was set up
+// once and fails to refresh keeps its last content and only warns, so a
+// running pod is not held back by, say, a deleted secret).
 func (m *Manager) SetUpPod(ctx context.Context, pod *v1.Pod) error {
-	if m.objects != nil {
-		m.objects.register(ctx, pod, references(pod))
-	}
 	m.mu.Lock()
-	m.mounted[pod.UID] = true
+	if m.ready[pod.UID] == nil {
+		m.ready[pod.UID] = map[string]bool{}
+	}
 	m.mu.Unlock()
 	if err := os.MkdirAll(filepath.Join(m.PodDir(pod.UID), "volumes"), 0o750); err != nil {
 		return fmt.Errorf("pod directory: %w", err)
@@ -173,12 +157,22 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *v1.Pod) error {
 	var errs []error
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
-		if err := m.setUp(ctx, pod, v); err != nil {
-			msg := fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", v.Name, err)
-			if m.cfg.Recorder != nil {
-				m.cfg.Recorder.Event(pod, v1.EventTypeWarning, "FailedMount", msg)
-			}
-			klog.FromContext(ctx).V(2).Info("Volume setup failed", "pod", klog.KObj(pod), "volume", v.Name, "err", err)
+		err := m.setUp(ctx, pod, v)
+		m.mu.Lock()
+		once := m.ready[pod.UID][v.Name]
+		if err == nil {
+			m.ready[pod.UID][v.Name] = true
+		}
+		m.mu.Unlock()
+		if err == nil {
+			continue
+		}
+		msg := fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", v.Name, err)
+		if m.cfg.Recorder != nil {
+			m.cfg.Recorder.Event(pod, v1.EventTypeWarning, "FailedMount", msg)
+		}
+		klog.FromContext(ctx).V(2).Info("Volume setup failed", "pod", klog.KObj(pod), "volume", v.Name, "setUpBefore", once, "err", err)
+		if !once {
 			errs = append(errs, errors.New(msg))
 		}
 	}
@@ -195,6 +189,11 @@ func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, v *v1.Volume) error {
 	case v.ConfigMap != nil, v.Secret != nil, v.DownwardAPI != nil, v.Projected != nil:
 		payload, err := m.payload(ctx, pod, v)
 		if err != nil {
+			return err
+		}
+		// Secrets, tokens and pod facts live in memory, as on the
+		// kubelet; configMaps on disk.
+		if err := m.makeVolumeDir(pod, dir, v.ConfigMap == nil); err != nil {
 			return err
 		}
 		return m.writePayload(pod, dir, payload)
@@ -238,8 +237,29 @@ func (m *Manager) writePayload(pod *v1.Pod, dir string, payload map[string]File)
 	return atomicWrite(dir, payload, m.cfg.Clock.Now(), setPerms)
 }
 
+// makeVolumeDir creates an atomically written volume's directory (mode
+// 0777, as the kubelet's emptyDir wrapper), on a tmpfs if inMemory.
+func (m *Manager) makeVolumeDir(pod *v1.Pod, dir string, inMemory bool) error {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return err
+		}
+		if err := os.Chmod(dir, 0o777); err != nil {
+			return err
+		}
+	}
+	if !inMemory {
+		return nil
+	}
+	mounted, err := m.isMountPoint(dir)
+	if err != nil || mounted {
+		return err
+	}
+	return m.cfg.Mounter.MountTmpfs(dir, emptyDirMemorySize(m.cfg.Allocatable()[v1.ResourceMemory], nil, pod))
+}
+
 // setUpEmptyDir makes the directory (mode 0777, as the kubelet), mounting
-// a tmpfs on it for medium Memory.
+// a tmpfs on it for medium Memory (whose root is then 1777).
 func (m *Manager) setUpEmptyDir(pod *v1.Pod, src *v1.EmptyDirVolumeSource, dir string) error {
 	switch src.Medium {
 	case v1.StorageMediumDefault, v1.StorageMediumMemory:
@@ -252,6 +272,9 @@ func (m *Manager) setUpEmptyDir(pod *v1.Pod, src *v1.EmptyDirVolumeSource, dir s
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return err
 		}
+		if err := os.Chmod(dir, 0o777); err != nil {
+			return err
+		}
 	}
 	if src.Medium == v1.StorageMediumMemory {
 		mounted, err := m.isMountPoint(dir)
@@ -259,16 +282,13 @@ func (m *Manager) setUpEmptyDir(pod *v1.Pod, src *v1.EmptyDirVolumeSource, dir s
 			return err
 		}
 		if !mounted {
+			// The root of a new tmpfs is 1777, which the kubelet leaves
+			// as it is.
 			fresh = true
 			size := emptyDirMemorySize(m.cfg.Allocatable()[v1.ResourceMemory], src.SizeLimit, pod)
 			if err := m.cfg.Mounter.MountTmpfs(dir, size); err != nil {
 				return err
 			}
-		}
-	}
-	if fresh {
-		if err := os.Chmod(dir, 0o777); err != nil {
-			return err
 		}
 	}
 	// The group is given once, when the volume is made (a fresh directory
@@ -406,11 +426,10 @@ func checkHostPath(src *v1.HostPathVolumeSource) error {
 // TearDownPod unmounts and removes everything the pod's volumes left on
 // the host: subPath binds, tmpfs mounts, and the pod's directory. It is
 // safe to call again after a partial teardown (an agent restart in the
-// middle of one), and for a pod never set up.
+// middle of one), and for a pod never set up. A mount it did not make (a
+// CSI volume of a previous kubelet, say) is never unmounted or deleted
+// through: the pod's directory then stays, and the error says why.
 func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
-	if m.objects != nil {
-		m.objects.unregister(uid)
-	}
 	m.tokens.forget(uid)
 	dir := m.PodDir(uid)
 	points, err := mountPointsUnder(m.cfg.Mounter, dir)
@@ -418,22 +437,49 @@ func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
 		return fmt.Errorf("list mounts: %w", err)
 	}
 	for _, p := range points {
+		if !ownMount(dir, p) {
+			return fmt.Errorf("pod %s: %s is a mount this agent did not make; leaving the pod directory", uid, p)
+		}
+	}
+	for _, p := range points {
 		if err := m.cfg.Mounter.Unmount(p); err != nil {
 			return err
 		}
 	}
-	// Refuse to delete through a mount we failed to see: check again.
+	// Refuse to delete through a mount: check again, and never cross a
+	// filesystem boundary while removing.
 	if points, err = mountPointsUnder(m.cfg.Mounter, dir); err != nil || len(points) > 0 {
 		return fmt.Errorf("pod %s still has mounts %v (%v)", uid, points, err)
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	if err := removeOneFilesystem(dir); err != nil {
 		return fmt.Errorf("remove pod directory: %w", err)
 	}
 	m.mu.Lock()
-	delete(m.mounted, uid)
+	delete(m.ready, uid)
 	m.mu.Unlock()
 	klog.FromContext(ctx).V(3).Info("Pod volumes torn down", "podUID", uid)
 	return nil
+}
+
+// ownMount reports whether a mount point under a pod directory is one
+// this package makes: the tmpfs of an emptyDir, secret, projected or
+// downwardAPI volume, or a subPath bind.
+func ownMount(podDir, p string) bool {
+	rel, err := filepath.Rel(podDir, p)
+	if err != nil {
+		return false
+	}
+	parts := strings.Split(rel, string(os.PathSeparator))
+	switch {
+	case parts[0] == "volume-subpaths" && len(parts) == 4:
+		return true
+	case parts[0] == "volumes" && len(parts) == 3:
+		switch parts[1] {
+		case pluginEmptyDir, pluginSecret, pluginProjected, pluginDownwardAPI:
+			return true
+		}
+	}
+	return false
 }
 
 // CleanupOrphans tears down every pod directory under the root directory
@@ -454,7 +500,7 @@ func (m *Manager) CleanupOrphans(ctx context.Context, keep func(types.UID) bool)
 			continue
 		}
 		m.mu.Lock()
-		busy := m.mounted[uid]
+		_, busy := m.ready[uid]
 		m.mu.Unlock()
 		if busy {
 			continue

@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nodekit/nodekit/examples/kubelet/objects"
 )
 
 // fakeMounter records mounts in memory.
@@ -65,17 +67,18 @@ func testPod(vols ...v1.Volume) *v1.Pod {
 	}
 }
 
-type env struct {
+type testEnv struct {
 	m        *Manager
 	client   *fake.Clientset
 	mounter  *fakeMounter
 	recorder *record.FakeRecorder
 	clock    *clocktesting.FakeClock
+	objects  *objects.Cache
 }
 
-func newEnv(t *testing.T, objs ...runtime.Object) *env {
+func newEnv(t *testing.T, objs ...runtime.Object) *testEnv {
 	t.Helper()
-	e := &env{client: fake.NewClientset(objs...), mounter: &fakeMounter{}, recorder: record.NewFakeRecorder(100),
+	e := &testEnv{client: fake.NewClientset(objs...), mounter: &fakeMounter{}, recorder: record.NewFakeRecorder(100),
 		clock: clocktesting.NewFakeClock(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))}
 	tokens := 0
 	e.client.PrependReactor("create", "serviceaccounts", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -88,17 +91,27 @@ func newEnv(t *testing.T, objs ...runtime.Object) *env {
 		tr.Status.ExpirationTimestamp = metav1.NewTime(e.clock.Now().Add(time.Duration(*tr.Spec.ExpirationSeconds) * time.Second))
 		return true, tr, nil
 	})
-	m, err := New(Config{RootDir: t.TempDir(), Client: e.client, Mounter: e.mounter, Recorder: e.recorder, Clock: e.clock,
+	oc, err := objects.New(objects.Config{Client: e.client})
+	require.NoError(t, err)
+	t.Cleanup(oc.Stop)
+	e.objects = oc
+	m, err := New(Config{RootDir: t.TempDir(), Objects: oc, Client: e.client, Mounter: e.mounter, Recorder: e.recorder, Clock: e.clock,
 		Allocatable: func() v1.ResourceList {
 			return v1.ResourceList{v1.ResourceMemory: resource.MustParse("2Gi"), v1.ResourceCPU: resource.MustParse("2")}
 		}})
 	require.NoError(t, err)
-	t.Cleanup(m.Stop)
 	e.m = m
 	return e
 }
 
-func (e *env) path(pod *v1.Pod, vol string) string {
+// setUp registers the pod's objects, as the agent does on each sync, and
+// sets up its volumes.
+func (e *testEnv) setUp(ctx context.Context, pod *v1.Pod) error {
+	e.objects.Register(ctx, pod)
+	return e.m.SetUpPod(ctx, pod)
+}
+
+func (e *testEnv) path(pod *v1.Pod, vol string) string {
 	return e.m.volumePath(pod, &pod.Spec.Volumes[0])
 }
 
@@ -117,7 +130,7 @@ func TestConfigMapVolumeFollowsUpdates(t *testing.T) {
 	pod := testPod(v1.Volume{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
 		LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}, DefaultMode: &mode}}})
 	ctx := context.Background()
-	require.NoError(t, e.m.SetUpPod(ctx, pod))
+	require.NoError(t, e.setUp(ctx, pod))
 	dir := e.path(pod, "cfg")
 	assert.Equal(t, "v1", readLinked(t, dir, "k"))
 	assert.Equal(t, "\x00\x01", readLinked(t, dir, "bin"))
@@ -129,11 +142,11 @@ func TestConfigMapVolumeFollowsUpdates(t *testing.T) {
 	_, err = e.client.CoreV1().ConfigMaps("ns").Update(ctx, cm, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		require.NoError(t, e.m.SetUpPod(ctx, pod))
+		require.NoError(t, e.setUp(ctx, pod))
 		return readLinked(t, dir, "k") == "v2"
 	}, 5*time.Second, 10*time.Millisecond, "the watch brings the update to the next sync")
 
-	mounts, err := e.m.ContainerMounts(pod, &v1.Container{Name: "c", VolumeMounts: []v1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg"}}}, nil)
+	mounts, err := e.m.ContainerMounts(context.Background(), pod, &v1.Container{Name: "c", VolumeMounts: []v1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg"}}}, nil)
 	require.NoError(t, err)
 	require.Len(t, mounts, 1)
 	assert.Equal(t, &runtimeapi.Mount{ContainerPath: "/etc/cfg", HostPath: dir, Readonly: true,
@@ -145,21 +158,21 @@ func TestMissingObjectsFailLoudlyUnlessOptional(t *testing.T) {
 	ctx := context.Background()
 	pod := testPod(v1.Volume{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
 		LocalObjectReference: v1.LocalObjectReference{Name: "absent"}}}})
-	err := e.m.SetUpPod(ctx, pod)
+	err := e.setUp(ctx, pod)
 	assert.EqualError(t, err, `MountVolume.SetUp failed for volume "cfg" : configmap "absent" not found`)
 	assert.Equal(t, `Warning FailedMount MountVolume.SetUp failed for volume "cfg" : configmap "absent" not found`, <-e.recorder.Events)
 
 	opt := true
 	pod = testPod(v1.Volume{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
 		LocalObjectReference: v1.LocalObjectReference{Name: "absent"}, Optional: &opt}}})
-	require.NoError(t, e.m.SetUpPod(ctx, pod), "an optional missing configMap is an empty volume")
+	require.NoError(t, e.setUp(ctx, pod), "an optional missing configMap is an empty volume")
 
 	pod = testPod(v1.Volume{Name: "sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{
 		SecretName: "s", Items: []v1.KeyToPath{{Key: "nope", Path: "p"}}}}})
-	assert.EqualError(t, e.m.SetUpPod(ctx, pod), `MountVolume.SetUp failed for volume "sec" : references non-existent secret key: nope`)
+	assert.EqualError(t, e.setUp(ctx, pod), `MountVolume.SetUp failed for volume "sec" : references non-existent secret key: nope`)
 
 	pod = testPod(v1.Volume{Name: "claim", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}})
-	assert.ErrorContains(t, e.m.SetUpPod(ctx, pod), "volume type persistentVolumeClaim is not supported by this node agent")
+	assert.ErrorContains(t, e.setUp(ctx, pod), "volume type persistentVolumeClaim is not supported by this node agent")
 }
 
 func TestProjectedServiceAccountVolume(t *testing.T) {
@@ -176,7 +189,7 @@ func TestProjectedServiceAccountVolume(t *testing.T) {
 				FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}}},
 		}}}})
 	ctx := context.Background()
-	require.NoError(t, e.m.SetUpPod(ctx, pod))
+	require.NoError(t, e.setUp(ctx, pod))
 	dir := e.path(pod, "kube-api-access")
 	assert.Equal(t, "token-1", readLinked(t, dir, "token"))
 	assert.Equal(t, "CA", readLinked(t, dir, "ca.crt"))
@@ -193,10 +206,10 @@ func TestProjectedServiceAccountVolume(t *testing.T) {
 
 	// Reused until 80% of its life, then refreshed.
 	e.clock.Step(47 * time.Minute)
-	require.NoError(t, e.m.SetUpPod(ctx, pod))
+	require.NoError(t, e.setUp(ctx, pod))
 	assert.Equal(t, "token-1", readLinked(t, dir, "token"))
 	e.clock.Step(2 * time.Minute)
-	require.NoError(t, e.m.SetUpPod(ctx, pod))
+	require.NoError(t, e.setUp(ctx, pod))
 	assert.Equal(t, "token-2", readLinked(t, dir, "token"))
 }
 
@@ -212,7 +225,7 @@ func TestFSGroupOwnershipAndTokenMode(t *testing.T) {
 		v1.Volume{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
 	)
 	pod.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &gid}
-	require.NoError(t, e.m.SetUpPod(context.Background(), pod))
+	require.NoError(t, e.setUp(context.Background(), pod))
 	proj := e.m.volumePath(pod, &pod.Spec.Volumes[0])
 	info, err := os.Stat(filepath.Join(proj, "token"))
 	require.NoError(t, err)
@@ -232,10 +245,10 @@ func TestEmptyDirMemoryAndTeardown(t *testing.T) {
 	pod := testPod(v1.Volume{Name: "mem", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{
 		Medium: v1.StorageMediumMemory, SizeLimit: &limit}}})
 	ctx := context.Background()
-	require.NoError(t, e.m.SetUpPod(ctx, pod))
+	require.NoError(t, e.setUp(ctx, pod))
 	dir := e.path(pod, "mem")
 	assert.Equal(t, map[string]string{dir: "tmpfs size=64Mi"}, e.mounter.points)
-	require.NoError(t, e.m.SetUpPod(ctx, pod), "idempotent")
+	require.NoError(t, e.setUp(ctx, pod), "idempotent")
 	assert.Len(t, e.mounter.points, 1)
 	info, err := os.Stat(dir)
 	require.NoError(t, err)
@@ -243,7 +256,7 @@ func TestEmptyDirMemoryAndTeardown(t *testing.T) {
 
 	// A subPath of it is bound under the pod directory.
 	c := &v1.Container{Name: "c", VolumeMounts: []v1.VolumeMount{{Name: "mem", MountPath: "/m", SubPath: "a/b"}}}
-	mounts, err := e.m.ContainerMounts(pod, c, nil)
+	mounts, err := e.m.ContainerMounts(context.Background(), pod, c, nil)
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(e.m.PodDir(pod.UID), "volume-subpaths", "mem", "c", "0"), mounts[0].HostPath)
 	assert.DirExists(t, filepath.Join(dir, "a", "b"), "a missing subPath is created")
@@ -269,7 +282,7 @@ func TestSubPathEscapesAreRefused(t *testing.T) {
 	e := newEnv(t)
 	pod := testPod(v1.Volume{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}})
 	ctx := context.Background()
-	require.NoError(t, e.m.SetUpPod(ctx, pod))
+	require.NoError(t, e.setUp(ctx, pod))
 	dir := e.path(pod, "scratch")
 	outside := t.TempDir()
 	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "evil")))
@@ -277,14 +290,15 @@ func TestSubPathEscapesAreRefused(t *testing.T) {
 	require.NoError(t, os.Symlink("real", filepath.Join(dir, "alias")))
 
 	mount := func(sub string) (*runtimeapi.Mount, error) {
-		ms, err := e.m.ContainerMounts(pod, &v1.Container{Name: "c", VolumeMounts: []v1.VolumeMount{{Name: "scratch", MountPath: "/s", SubPath: sub}}}, nil)
+		ms, err := e.m.ContainerMounts(context.Background(), pod, &v1.Container{Name: "c", VolumeMounts: []v1.VolumeMount{{Name: "scratch", MountPath: "/s", SubPath: sub}}}, nil)
 		if err != nil {
 			return nil, err
 		}
 		return ms[0], nil
 	}
 	_, err := mount("evil")
-	assert.ErrorContains(t, err, "not within volume path")
+	assert.EqualError(t, err, `failed to prepare subPath for volumeMount "scratch" of container "c"`)
+	assert.NotContains(t, err.Error(), outside, "host paths stay in the agent's log, not in the pod's status")
 	_, err = mount("evil/created")
 	assert.Error(t, err, "no directory is created through an escaping link")
 	assert.NoDirExists(t, filepath.Join(outside, "created"))
@@ -336,12 +350,12 @@ func TestDownwardAPIVolumeFollowsLabels(t *testing.T) {
 		{Path: "mem", ResourceFieldRef: &v1.ResourceFieldSelector{ContainerName: "c", Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}},
 	}}}})
 	ctx := context.Background()
-	require.NoError(t, e.m.SetUpPod(ctx, pod))
+	require.NoError(t, e.setUp(ctx, pod))
 	dir := e.path(pod, "info")
 	assert.Equal(t, `app="a"`, readLinked(t, dir, "labels"))
 	assert.Equal(t, "2048", readLinked(t, dir, "mem"), "no limit: node allocatable")
 	pod.Labels["tier"] = "web"
-	require.NoError(t, e.m.SetUpPod(ctx, pod))
+	require.NoError(t, e.setUp(ctx, pod))
 	assert.Equal(t, "app=\"a\"\ntier=\"web\"", readLinked(t, dir, "labels"))
 }
 
@@ -361,4 +375,42 @@ func TestMountPointParsing(t *testing.T) {
 	got, err := parseMountInfo(strings.NewReader(in))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"/mnt/with space", "/var/lib/kubelet/pods/u/volumes/x"}, got)
+}
+
+func TestRefreshFailureOfAVolumeSetUpOnceOnlyWarns(t *testing.T) {
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "ns"}, Data: map[string]string{"k": "v"}}
+	e := newEnv(t, cm)
+	ctx := context.Background()
+	pod := testPod(v1.Volume{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
+		LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}}})
+	require.NoError(t, e.setUp(ctx, pod))
+	require.NoError(t, e.client.CoreV1().ConfigMaps("ns").Delete(ctx, "cfg", metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool {
+		require.NoError(t, e.setUp(ctx, pod), "a running pod is not held back")
+		select {
+		case ev := <-e.recorder.Events:
+			return strings.Contains(ev, `FailedMount MountVolume.SetUp failed for volume "cfg" : configmap "cfg" not found`)
+		default:
+			return false
+		}
+	}, 5*time.Second, 10*time.Millisecond)
+	assert.Equal(t, "v", readLinked(t, e.path(pod, "cfg"), "k"), "the last content stays")
+
+	other := testPod(pod.Spec.Volumes...)
+	other.UID = "uid-2"
+	assert.Error(t, e.setUp(ctx, other), "a pod that never had the volume waits for it")
+}
+
+func TestTearDownLeavesForeignMounts(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	pod := testPod(v1.Volume{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}})
+	require.NoError(t, e.setUp(ctx, pod))
+	foreign := filepath.Join(e.m.PodDir(pod.UID), "volumes", "kubernetes.io~csi", "pvc-1", "mount")
+	require.NoError(t, os.MkdirAll(foreign, 0o750))
+	require.NoError(t, e.mounter.add(foreign, "csi"))
+	err := e.m.TearDownPod(ctx, pod.UID)
+	assert.ErrorContains(t, err, "is a mount this agent did not make")
+	assert.DirExists(t, foreign, "nothing deleted through it")
+	assert.Contains(t, e.mounter.points, foreign, "and not unmounted")
 }

@@ -2,7 +2,10 @@
 
 package volumes
 
-import "errors"
+import (
+	"errors"
+	"os"
+)
 
 // HostMounter is not available off Linux: every call fails.
 var HostMounter Mounter = unsupportedMounter{}

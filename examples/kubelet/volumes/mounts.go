@@ -1,19 +1,22 @@
 package volumes
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodekit/nodekit/examples/kubelet/env"
 )
 
 // ContainerMounts returns the CRI mounts of c's volumeMounts, in order,
-// after SetUpPod succeeded. env holds the container's resolved environment
+// after SetUpPod succeeded. vars holds the container's resolved environment
 // for subPathExpr. configMap, secret, downwardAPI and projected volumes are
 // always read-only, as on the kubelet.
-func (m *Manager) ContainerMounts(pod *v1.Pod, c *v1.Container, env map[string]string) ([]*runtimeapi.Mount, error) {
+func (m *Manager) ContainerMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, vars map[string]string) ([]*runtimeapi.Mount, error) {
 	out := make([]*runtimeapi.Mount, 0, len(c.VolumeMounts))
 	for i, vm := range c.VolumeMounts {
 		idx := slices.IndexFunc(pod.Spec.Volumes, func(v v1.Volume) bool { return v.Name == vm.Name })
@@ -25,13 +28,13 @@ func (m *Manager) ContainerMounts(pod *v1.Pod, c *v1.Container, env map[string]s
 		sub := vm.SubPath
 		if vm.SubPathExpr != "" {
 			var err error
-			if sub, err = expandSubPath(vm.SubPathExpr, env); err != nil {
+			if sub, err = expandSubPath(vm.SubPathExpr, vars); err != nil {
 				return nil, err
 			}
 		}
 		if sub != "" {
 			var err error
-			if host, err = m.subPathMount(pod, vm.Name, host, sub, c.Name, i); err != nil {
+			if host, err = m.subPathMount(ctx, pod, vm.Name, host, sub, c.Name, i); err != nil {
 				return nil, err
 			}
 		}
@@ -73,10 +76,10 @@ func propagation(p *v1.MountPropagationMode) (runtimeapi.MountPropagation, error
 
 // expandSubPath expands $(VAR) references in a subPathExpr from env; a
 // reference to a variable that is unset or empty is an error.
-func expandSubPath(expr string, env map[string]string) (string, error) {
+func expandSubPath(expr string, vars map[string]string) (string, error) {
 	var missing []string
-	out := Expand(expr, func(name string) (string, bool) {
-		v, ok := env[name]
+	out := env.Expand(expr, func(name string) (string, bool) {
+		v, ok := vars[name]
 		if !ok || v == "" {
 			missing = append(missing, name)
 		}
@@ -87,41 +90,4 @@ func expandSubPath(expr string, env map[string]string) (string, error) {
 		return "", fmt.Errorf("missing value for %s", strings.Join(slices.Compact(missing), ", "))
 	}
 	return out, nil
-}
-
-// Expand replaces $(NAME) in s with lookup(NAME) where lookup knows it,
-// leaves unknown references as written, and turns $$ into $ (the API's
-// escape), the rules of env values, command and args.
-func Expand(s string, lookup func(string) (string, bool)) string {
-	if !strings.Contains(s, "$") {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '$' || i+1 == len(s) {
-			b.WriteByte(s[i])
-			continue
-		}
-		switch s[i+1] {
-		case '$':
-			b.WriteByte('$')
-			i++
-		case '(':
-			end := strings.IndexByte(s[i+2:], ')')
-			if end < 0 {
-				b.WriteString(s[i:])
-				return b.String()
-			}
-			ref := s[i : i+3+end]
-			if v, ok := lookup(s[i+2 : i+2+end]); ok && end > 0 {
-				b.WriteString(v)
-			} else {
-				b.WriteString(ref)
-			}
-			i += 2 + end
-		default:
-			b.WriteByte('$')
-		}
-	}
-	return b.String()
 }

@@ -70,14 +70,16 @@ func keyed(what string, data map[string][]byte, items []v1.KeyToPath, mode int32
 }
 
 func (m *Manager) configMapPayload(ctx context.Context, pod *v1.Pod, name string, items []v1.KeyToPath, mode int32, opt bool) (map[string]File, error) {
-	obj, err := m.object(ctx, objectKey{kind: kindConfigMap, namespace: pod.Namespace, name: name})
+	if m.cfg.Objects == nil {
+		return nil, fmt.Errorf("cannot read configmap %q without an API server", name)
+	}
+	cm, err := m.cfg.Objects.ConfigMap(ctx, pod.Namespace, name)
 	if apierrors.IsNotFound(err) && opt {
 		return map[string]File{}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	cm := obj.(*v1.ConfigMap)
 	data := make(map[string][]byte, len(cm.Data)+len(cm.BinaryData))
 	for k, s := range cm.Data {
 		data[k] = []byte(s)
@@ -89,22 +91,17 @@ func (m *Manager) configMapPayload(ctx context.Context, pod *v1.Pod, name string
 }
 
 func (m *Manager) secretPayload(ctx context.Context, pod *v1.Pod, name string, items []v1.KeyToPath, mode int32, opt bool) (map[string]File, error) {
-	obj, err := m.object(ctx, objectKey{kind: kindSecret, namespace: pod.Namespace, name: name})
+	if m.cfg.Objects == nil {
+		return nil, fmt.Errorf("cannot read secret %q without an API server", name)
+	}
+	sec, err := m.cfg.Objects.Secret(ctx, pod.Namespace, name)
 	if apierrors.IsNotFound(err) && opt {
 		return map[string]File{}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return keyed("references non-existent secret key", obj.(*v1.Secret).Data, items, mode, opt)
-}
-
-// object reads a configMap or secret through the watch cache.
-func (m *Manager) object(ctx context.Context, k objectKey) (any, error) {
-	if m.objects == nil {
-		return nil, fmt.Errorf("cannot read %s %q without an API server", k.kind.resource().Resource, k.name)
-	}
-	return m.objects.get(ctx, k)
+	return keyed("references non-existent secret key", sec.Data, items, mode, opt)
 }
 
 // downwardPayload renders downward API items: pod fields and container

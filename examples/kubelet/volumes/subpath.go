@@ -1,6 +1,7 @@
 package volumes
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 )
 
 func splitPath(rel string) []string {
@@ -58,44 +60,33 @@ func resolveInside(root, sub string) (string, string, error) {
 }
 
 // makeSubPath creates the missing directories of sub below root, each with
-// the mode of root (so an fsGroup's setgid and group bits carry over),
-// refusing to create anything through a symlink that leads out of root.
+// the mode of root (so an fsGroup's setgid and group bits carry over). The
+// part that exists must resolve inside root; the rest is made with
+// mkdirNoFollow, so that nothing is created through a symlink.
 func makeSubPath(root, sub string) error {
 	info, err := os.Stat(root)
 	if err != nil {
 		return err
 	}
 	mode := info.Mode() & (os.ModePerm | os.ModeSetgid)
-	cur := root
-	for _, part := range splitPath(sub) {
-		next := filepath.Join(cur, part)
-		if _, err := os.Lstat(next); err == nil {
-			if _, real, err := resolveInside(root, mustRel(root, next)); err != nil {
+	parts := splitPath(sub)
+	existing := 0
+	for existing < len(parts) {
+		if _, err := os.Lstat(filepath.Join(append([]string{root}, parts[:existing+1]...)...)); err != nil {
+			if !errors.Is(err, os.ErrNotExist) {
 				return err
-			} else {
-				cur = real
 			}
-			continue
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return err
+			break
 		}
-		if err := os.Mkdir(next, mode.Perm()); err != nil && !errors.Is(err, os.ErrExist) {
-			return err
-		}
-		if err := os.Chmod(next, mode); err != nil {
-			return err
-		}
-		cur = next
+		existing++
 	}
-	return nil
-}
-
-func mustRel(root, p string) string {
-	r, err := filepath.Rel(root, p)
-	if err != nil {
-		return p
+	base := root
+	if existing > 0 {
+		if _, base, err = resolveInside(root, filepath.Join(parts[:existing]...)); err != nil {
+			return err
+		}
 	}
-	return r
+	return mkdirNoFollow(base, filepath.Join(parts[existing:]...), mode)
 }
 
 // subPathMount makes the host path a container mount of a volume's
@@ -104,19 +95,25 @@ func mustRel(root, p string) string {
 // symlinks and bind-mounted at <pod>/volume-subpaths/<volume>/<container>/<index>,
 // so the path the runtime mounts cannot be swapped afterwards. With a
 // Mounter that cannot bind (DirOnly) the checked path itself is returned.
-func (m *Manager) subPathMount(pod *v1.Pod, volName, volPath, sub, container string, index int) (string, error) {
+func (m *Manager) subPathMount(ctx context.Context, pod *v1.Pod, volName, volPath, sub, container string, index int) (string, error) {
 	if err := checkSubPath(sub); err != nil {
 		return "", err
 	}
 	full := filepath.Join(volPath, sub)
+	// Errors name no host path: the details go to the log only.
 	if _, err := os.Lstat(full); errors.Is(err, os.ErrNotExist) {
 		if err := makeSubPath(volPath, sub); err != nil {
-			return "", fmt.Errorf("failed to create subPath directory for volumeMount %q of container %q: %w", volName, container, err)
+			klog.FromContext(ctx).Error(err, "Failed to create subPath directory", "pod", klog.KObj(pod), "volume", volName, "container", container)
+			return "", fmt.Errorf("failed to create subPath directory for volumeMount %q of container %q", volName, container)
 		}
+	}
+	prepareErr := func(err error) error {
+		klog.FromContext(ctx).Error(err, "Failed to prepare subPath", "pod", klog.KObj(pod), "volume", volName, "container", container)
+		return fmt.Errorf("failed to prepare subPath for volumeMount %q of container %q", volName, container)
 	}
 	realRoot, real, err := resolveInside(volPath, sub)
 	if err != nil {
-		return "", fmt.Errorf("failed to prepare subPath for volumeMount %q of container %q: %w", volName, container, err)
+		return "", prepareErr(err)
 	}
 	if m.cfg.Mounter == DirOnly {
 		return real, nil
@@ -125,7 +122,14 @@ func (m *Manager) subPathMount(pod *v1.Pod, volName, volPath, sub, container str
 	if ok, err := m.isMountPoint(target); err != nil {
 		return "", err
 	} else if ok {
-		return target, nil // bound by an earlier start of this container
+		if sameFile(target, real) {
+			return target, nil // bound by an earlier start of this container
+		}
+		// The source changed (a new configMap version, another
+		// subPathExpr value): bind again.
+		if err := m.cfg.Mounter.Unmount(target); err != nil {
+			return "", prepareErr(err)
+		}
 	}
 	rel, err := filepath.Rel(realRoot, real)
 	if err != nil {
@@ -133,7 +137,7 @@ func (m *Manager) subPathMount(pod *v1.Pod, volName, volPath, sub, container str
 	}
 	fd, err := openNoFollow(realRoot, rel)
 	if err != nil {
-		return "", fmt.Errorf("failed to prepare subPath for volumeMount %q of container %q: %w", volName, container, err)
+		return "", prepareErr(err)
 	}
 	defer closeFD(fd)
 	info, err := os.Stat(real)
@@ -155,7 +159,7 @@ func (m *Manager) subPathMount(pod *v1.Pod, volName, volPath, sub, container str
 		return "", err
 	}
 	if err := m.cfg.Mounter.BindMount(fmt.Sprintf("/proc/self/fd/%d", fd), target); err != nil {
-		return "", fmt.Errorf("failed to prepare subPath for volumeMount %q of container %q: %w", volName, container, err)
+		return "", prepareErr(err)
 	}
 	return target, nil
 }

@@ -87,7 +87,7 @@ func (t *tokenCache) token(ctx context.Context, pod *v1.Pod, src *v1.ServiceAcco
 // due reports whether a token should be refreshed.
 func (t *tokenCache) due(tr *authenticationv1.TokenRequest) bool {
 	if tr.Spec.ExpirationSeconds == nil {
-		return true
+		return false // no lifetime to measure; as the kubelet, keep it
 	}
 	now := t.clock.Now()
 	exp := tr.Status.ExpirationTimestamp.Time

@@ -1,7 +1,8 @@
-package volumes
+package objects
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -40,13 +41,14 @@ type objectKey struct {
 	name      string
 }
 
-// objectCache keeps the configMaps and secrets that registered pods
-// reference, each through its own single-object watch (list and watch with
-// a metadata.name field selector), which is what the Node authorizer lets a
-// node identity do for pods bound to it. The kubelet's default change
-// detection strategy works the same way. An immutable object's watch stops
-// once it is seen: it cannot change.
-type objectCache struct {
+// Cache keeps the configMaps and secrets that registered pods reference,
+// each through its own single-object watch (list and watch with a
+// metadata.name field selector), which is what the Node authorizer lets a
+// node identity do for pods bound to it; the kubelet's default change
+// detection strategy works the same way. Watches are shared between pods
+// and end with the last pod that needs them; an immutable object's watch
+// stops once it is seen, since it cannot change.
+type Cache struct {
 	client      kubernetes.Interface
 	clock       clock.Clock
 	syncTimeout time.Duration
@@ -63,14 +65,51 @@ type watchedObject struct {
 	done   chan struct{}
 }
 
-func newObjectCache(client kubernetes.Interface, clk clock.Clock) *objectCache {
-	return &objectCache{client: client, clock: clk, syncTimeout: time.Second,
-		objects: map[objectKey]*watchedObject{}, pods: map[types.UID][]objectKey{}}
+// ErrInvalidConfig wraps every error New returns for a bad Config.
+var ErrInvalidConfig = errors.New("objects: invalid config")
+
+// Config configures a Cache.
+type Config struct {
+	// Client reads the objects, as the node identity. Required.
+	Client kubernetes.Interface
+	// Clock drives the watches' backoff and the first-sync wait. Default
+	// the real clock.
+	Clock clock.Clock
+	// SyncTimeout bounds how long a read waits for an object's first
+	// list. Default one second, as the kubelet.
+	SyncTimeout time.Duration
 }
 
-// register starts (or shares) the watches of the objects pod references
-// and drops those of its previous registration.
-func (c *objectCache) register(ctx context.Context, pod *v1.Pod, keys []objectKey) {
+// New returns a Cache. Call Stop when done.
+func New(cfg Config) (*Cache, error) {
+	if cfg.Client == nil {
+		return nil, fmt.Errorf("%w: Client is required", ErrInvalidConfig)
+	}
+	if cfg.SyncTimeout < 0 {
+		return nil, fmt.Errorf("%w: SyncTimeout %v must not be negative", ErrInvalidConfig, cfg.SyncTimeout)
+	}
+	if cfg.SyncTimeout == 0 {
+		cfg.SyncTimeout = time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	return &Cache{client: cfg.Client, clock: cfg.Clock, syncTimeout: cfg.SyncTimeout,
+		objects: map[objectKey]*watchedObject{}, pods: map[types.UID][]objectKey{}}, nil
+}
+
+// Register starts (or shares) the watches of every configMap and secret
+// pod references (volumes, env, envFrom, image pull secrets) and drops
+// those it no longer references. Call it whenever a pod is synced.
+func (c *Cache) Register(ctx context.Context, pod *v1.Pod) {
+	var keys []objectKey
+	cms, secrets := References(pod)
+	for _, n := range cms {
+		keys = append(keys, objectKey{kind: kindConfigMap, namespace: pod.Namespace, name: n})
+	}
+	for _, n := range secrets {
+		keys = append(keys, objectKey{kind: kindSecret, namespace: pod.Namespace, name: n})
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, k := range keys {
@@ -85,15 +124,15 @@ func (c *objectCache) register(ctx context.Context, pod *v1.Pod, keys []objectKe
 	c.pods[pod.UID] = keys
 }
 
-// unregister drops the pod's references; a watch nobody needs stops.
-func (c *objectCache) unregister(uid types.UID) {
+// Unregister drops the pod's references; a watch nobody needs stops.
+func (c *Cache) Unregister(uid types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.releaseLocked(c.pods[uid])
 	delete(c.pods, uid)
 }
 
-func (c *objectCache) releaseLocked(keys []objectKey) {
+func (c *Cache) releaseLocked(keys []objectKey) {
 	for _, k := range keys {
 		o := c.objects[k]
 		if o == nil {
@@ -106,8 +145,8 @@ func (c *objectCache) releaseLocked(keys []objectKey) {
 	}
 }
 
-// stop ends every watch and waits for them.
-func (c *objectCache) stop() {
+// Stop ends every watch and waits for them.
+func (c *Cache) Stop() {
 	c.mu.Lock()
 	var done []chan struct{}
 	for k, o := range c.objects {
@@ -121,7 +160,7 @@ func (c *objectCache) stop() {
 	}
 }
 
-func (c *objectCache) start(ctx context.Context, k objectKey) *watchedObject {
+func (c *Cache) start(ctx context.Context, k objectKey) *watchedObject {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	sel := fields.OneTermEqualSelector("metadata.name", k.name).String()
 	store := newSyncStore(k.name, cancel)
@@ -179,14 +218,34 @@ func (c *objectCache) start(ctx context.Context, k objectKey) *watchedObject {
 	return o
 }
 
-// get returns the object as last seen, waiting up to a second for the
-// first list. A missing object is the API's NotFound error.
-func (c *objectCache) get(ctx context.Context, k objectKey) (runtime.Object, error) {
+// ConfigMap returns the configMap as last seen. A missing one is the API's
+// NotFound error ("configmap \"name\" not found").
+func (c *Cache) ConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error) {
+	o, err := c.get(ctx, objectKey{kind: kindConfigMap, namespace: namespace, name: name})
+	if err != nil {
+		return nil, err
+	}
+	return o.(*v1.ConfigMap), nil
+}
+
+// Secret returns the secret as last seen. A missing one is the API's
+// NotFound error.
+func (c *Cache) Secret(ctx context.Context, namespace, name string) (*v1.Secret, error) {
+	o, err := c.get(ctx, objectKey{kind: kindSecret, namespace: namespace, name: name})
+	if err != nil {
+		return nil, err
+	}
+	return o.(*v1.Secret), nil
+}
+
+// get returns the object as last seen, waiting up to SyncTimeout for the
+// first list.
+func (c *Cache) get(ctx context.Context, k objectKey) (runtime.Object, error) {
 	c.mu.Lock()
 	o := c.objects[k]
 	c.mu.Unlock()
 	if o == nil {
-		return nil, fmt.Errorf("%s %q not registered", k.kind.resource().Resource, k.namespace+"/"+k.name)
+		return nil, fmt.Errorf("object %q/%q not registered", k.namespace, k.name)
 	}
 	t := c.clock.NewTimer(c.syncTimeout)
 	defer t.Stop()
@@ -299,13 +358,19 @@ func (s *syncStore) Delete(obj any) error {
 
 // Replace records the result of a list and marks the store synced.
 func (s *syncStore) Replace(list []any, _ string) error {
-	s.mu.Lock()
-	s.obj = nil
-	s.mu.Unlock()
+	var found any
 	for _, o := range list {
 		if s.mine(o) {
-			s.set(o)
+			found = o
 		}
+	}
+	// One assignment: a reader never sees the object missing mid-relist.
+	if found != nil {
+		s.set(found)
+	} else {
+		s.mu.Lock()
+		s.obj = nil
+		s.mu.Unlock()
 	}
 	s.once.Do(func() { close(s.synced) })
 	return nil

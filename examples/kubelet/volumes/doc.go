@@ -1,0 +1,39 @@
+// Package volumes is the reference agent's volume manager: it puts the
+// volumes of a pod on the host before its containers start, keeps their
+// contents current while the pod runs, and removes every trace of them
+// after it ends.
+//
+// The syncer calls three methods:
+//
+//   - SetUpPod before creating the sandbox, and again on every sync: it
+//     makes each volume ready, rewrites configMap, secret, downward API and
+//     token files whose source changed (atomically: a reader sees the old
+//     set or the new one), and reports a FailedMount event with the
+//     kubelet's message for each volume it cannot provide. A pod whose
+//     volumes fail never starts.
+//   - ContainerMounts when creating a container: the CRI mounts of its
+//     volumeMounts, with subPath and subPathExpr resolved safely (created
+//     if missing, symlinks that leave the volume refused, the result pinned
+//     with a bind mount).
+//   - TearDownPod once the pod has terminated: tmpfs and subPath mounts
+//     unmounted, the pod directory removed; idempotent, so a teardown cut
+//     short by an agent restart finishes later. CleanupOrphans does the
+//     same for pod directories nobody knows any more.
+//
+// Supported sources: emptyDir (disk, or tmpfs sized like the kubelet's),
+// hostPath (every type check), configMap, secret, downwardAPI, and
+// projected (configMap, secret, downwardAPI and serviceAccountToken).
+// Every other source (persistentVolumeClaim, csi, ephemeral, image, the
+// network filesystems, clusterTrustBundle and podCertificate projections)
+// fails to mount with a message that says so.
+//
+// The files are laid out as on the kubelet
+// (<root>/pods/<uid>/volumes/kubernetes.io~<plugin>/<name>), with its
+// modes, fsGroup ownership and token file rules, so tools that inspect a
+// node find what they expect.
+//
+// configMaps and secrets come from an Objects reader (the agent's
+// objects.Cache: one watch per referenced object, as the node identity).
+// Service account tokens come from TokenRequest, bound to the pod, and are
+// refreshed after 80% of their lifetime or a day.
+package volumes
