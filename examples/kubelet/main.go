@@ -72,6 +72,10 @@ func run() error {
 		opts.ClusterDNS = append(opts.ClusterDNS, strings.Split(v, ",")...)
 		return nil
 	})
+	fs.Func("allowed-unsafe-sysctls", "comma-separated unsafe sysctls or prefixes (kernel.msg*) pods may set", func(v string) error {
+		opts.AllowedUnsafeSysctls = append(opts.AllowedUnsafeSysctls, strings.Split(v, ",")...)
+		return nil
+	})
 	fs.StringVar(&opts.ClusterDomain, "cluster-domain", "", "the cluster's DNS domain, e.g. cluster.local")
 	fs.StringVar(&opts.ResolvConf, "resolv-conf", "", `node resolver file for dnsPolicy Default (default /etc/resolv.conf with a real runtime; "-" for none)`)
 	fs.StringVar(&opts.RootDir, "root-dir", "", "directory of pod volumes and state (default /var/lib/kubelet with a real runtime)")

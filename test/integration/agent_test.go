@@ -149,6 +149,30 @@ func TestReferenceAgentEndToEnd(t *testing.T) {
 		return p != nil && p.Annotations["kubernetes.io/config.mirror"] != "" && p.Status.Phase == v1.PodRunning
 	})
 
+	// Admission: a pod the node cannot hold, and one with a sysctl outside
+	// the allowlist, fail with the kubelet's reasons and never reach the
+	// runtime.
+	mk("too-big", nil, v1.Container{Name: "c", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("40")}}})
+	unsafe := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "unsafe-sysctl"}, Spec: v1.PodSpec{NodeName: node,
+		SecurityContext: &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: "kernel.msgmax", Value: "1"}}},
+		Containers:      []v1.Container{{Name: "c", Image: "busybox"}}}}
+	_, err = admin.CoreV1().Pods("default").Create(ctx, unsafe, metav1.CreateOptions{})
+	require.NoError(t, err)
+	for name, want := range map[string]string{"too-big": "OutOfcpu", "unsafe-sysctl": "SysctlForbidden"} {
+		eventually(name+" rejected as "+want, func() bool {
+			p := getPod(t, admin, name)
+			return p.Status.Phase == v1.PodFailed && p.Status.Reason == want
+		})
+	}
+	require.Contains(t, getPod(t, admin, "too-big").Status.Message, "Node didn't have enough resource: cpu, requested: 40000")
+	for _, name := range []string{"too-big", "unsafe-sysctl"} {
+		p := getPod(t, admin, name)
+		require.Empty(t, p.Status.PodIP, "a rejected pod never gets a sandbox")
+		for _, cs := range p.Status.ContainerStatuses {
+			require.Empty(t, cs.ContainerID, "a rejected pod never runs a container")
+		}
+	}
+
 	healthy.Store(false)
 	eventually("readiness failure flips Ready", func() bool { p := getPod(t, admin, "web"); return !podReady(p) })
 	healthy.Store(true)

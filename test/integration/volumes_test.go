@@ -28,8 +28,7 @@ func TestVolumesAsNodeIdentity(t *testing.T) {
 	const ns, nodeA, nodeB = "volumes-node-identity", "volumes-node-a", "volumes-node-b"
 	_, err := admin.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	_, err = admin.CoreV1().ServiceAccounts(ns).Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	ensureDefaultServiceAccount(t, admin, ns) // the API server adds a kube-api-access volume to each pod
 	for _, n := range []string{nodeA, nodeB} {
 		_, err := admin.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{})
 		require.NoError(t, err)

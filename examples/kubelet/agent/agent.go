@@ -22,7 +22,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodekit/nodekit/eviction"
+	"github.com/nodekit/nodekit/examples/kubelet/admission"
 	"github.com/nodekit/nodekit/examples/kubelet/env"
+	"github.com/nodekit/nodekit/examples/kubelet/images"
 	"github.com/nodekit/nodekit/examples/kubelet/objects"
 	"github.com/nodekit/nodekit/examples/kubelet/podnet"
 	"github.com/nodekit/nodekit/examples/kubelet/volumes"
@@ -56,6 +58,7 @@ type Agent struct {
 	probes     *prober.Manager
 	loop       *syncloop.Loop
 	evict      *eviction.Manager
+	admit      admission.Chain
 	nodeStatus *nodestatus.Controller
 	lease      *lease.Controller
 	status     *statusWriter
@@ -74,9 +77,10 @@ type Agent struct {
 
 // podStore is the agent's view of desired pods and mirror pods.
 type podStore struct {
-	mu      sync.Mutex
-	byUID   map[types.UID]*v1.Pod
-	mirrors map[string]*v1.Pod // by static pod full name
+	mu       sync.Mutex
+	byUID    map[types.UID]*v1.Pod
+	mirrors  map[string]*v1.Pod // by static pod full name
+	rejected map[types.UID]bool // refused by admission: never started
 }
 
 func fullName(p *v1.Pod) string { return p.Name + "_" + p.Namespace }
@@ -88,7 +92,7 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	a := &Agent{opts: opts, registry: prometheus.NewRegistry(),
-		pods: podStore{byUID: map[types.UID]*v1.Pod{}, mirrors: map[string]*v1.Pod{}}}
+		pods: podStore{byUID: map[types.UID]*v1.Pod{}, mirrors: map[string]*v1.Pod{}, rejected: map[types.UID]bool{}}}
 	if opts.Kube != nil {
 		cs, err := kubernetes.NewForConfig(opts.Kube)
 		if err != nil {
@@ -216,7 +220,11 @@ func (a *Agent) build(ctx context.Context) error {
 		Allocatable: a.allocatable, Mounter: mounter, Recorder: a.recorder, Clock: a.opts.Clock}); err != nil {
 		return err
 	}
-	a.syncer = &syncer{rt: a.rt, images: a.images, clock: a.opts.Clock, backoff: backoff, status: a.status,
+	puller, err := images.New(images.Config{Images: a.images, Clock: a.opts.Clock})
+	if err != nil {
+		return err
+	}
+	a.syncer = &syncer{rt: a.rt, images: a.images, puller: puller, clock: a.opts.Clock, backoff: backoff, status: a.status,
 		livenessFailed: a.livenessFailed, recorder: a.recorder, logsDir: a.opts.PodLogsDir, volumes: a.volumes,
 		objects: a.objects, envPod: a.envPod, nodeHostsFile: "/etc/hosts", maskedPaths: maskedPaths(),
 		seccompRoot: filepath.Join(a.opts.RootDir, "seccomp"), memoryCapacity: a.memoryCapacity,
@@ -229,6 +237,9 @@ func (a *Agent) build(ctx context.Context) error {
 		return err
 	}
 	if err := a.buildEviction(); err != nil {
+		return err
+	}
+	if err := a.buildAdmission(ctx); err != nil {
 		return err
 	}
 	if err := a.buildLoop(); err != nil {
@@ -363,14 +374,19 @@ func (a *Agent) nodeRef() *v1.ObjectReference {
 	return &v1.ObjectReference{Kind: "Node", Name: a.opts.NodeName, UID: types.UID(a.opts.NodeName)}
 }
 
+// activePods are the pods admitted to this node that may still hold
+// resources, as the kubelet's GetActivePods: not rejected, not in a
+// terminal phase, not known terminated (a terminating pod is active).
 func (a *Agent) activePods() []*v1.Pod {
 	a.pods.mu.Lock()
 	defer a.pods.mu.Unlock()
 	out := make([]*v1.Pod, 0, len(a.pods.byUID))
 	for uid, p := range a.pods.byUID {
-		if !a.workers.IsPodTerminationRequested(uid) && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed {
-			out = append(out, p)
+		if a.pods.rejected[uid] || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed ||
+			a.workers.IsPodKnownTerminated(uid) {
+			continue
 		}
+		out = append(out, p)
 	}
 	return out
 }

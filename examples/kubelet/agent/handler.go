@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodekit/nodekit/examples/kubelet/admission"
 	"github.com/nodekit/nodekit/podworkers"
 	"github.com/nodekit/nodekit/syncloop"
 )
@@ -33,9 +34,13 @@ func (a *Agent) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 			a.setMirror(pod)
 			continue
 		}
+		others := a.activePods() // before this pod joins them
 		a.storePod(pod)
-		if res := a.evict.Admit(pod); !res.Admit {
+		if res := a.admit.Admit(ctx, admission.Attributes{Pod: pod, OtherPods: others}); !res.Admit {
 			klog.FromContext(ctx).Info("Pod rejected", "pod", klog.KObj(pod), "reason", res.Reason, "message", res.Message)
+			a.pods.mu.Lock()
+			a.pods.rejected[pod.UID] = true
+			a.pods.mu.Unlock()
 			a.recorder.Event(pod, v1.EventTypeWarning, res.Reason, res.Message)
 			a.reject(ctx, pod, res.Reason, res.Message)
 			continue
@@ -81,6 +86,7 @@ func (a *Agent) HandlePodRemoves(ctx context.Context, pods []*v1.Pod) {
 		}
 		a.pods.mu.Lock()
 		delete(a.pods.byUID, pod.UID)
+		delete(a.pods.rejected, pod.UID)
 		a.pods.mu.Unlock()
 		a.probes.RemovePod(pod)
 		a.update(ctx, podworkers.UpdateKill, pod)
@@ -116,6 +122,9 @@ func (a *Agent) HandlePodCleanups(ctx context.Context) error {
 	desired := make([]types.UID, 0, len(a.pods.byUID))
 	desiredSet := map[types.UID]sets.Empty{}
 	for uid := range a.pods.byUID {
+		if a.pods.rejected[uid] {
+			continue // failed by admission: nothing to run or clean up
+		}
 		desired = append(desired, uid)
 		desiredSet[uid] = sets.Empty{}
 	}

@@ -23,6 +23,20 @@ import (
 
 func scheme() *runtime.Scheme { return clientgoscheme.Scheme }
 
+// machine reads the machine's description and its storage capacity:
+// cadvisor's, or made up for the simulator.
+func (a *Agent) machine() (func() (*cadvisorapi.MachineInfo, error), func() v1.ResourceList) {
+	if a.sim == nil {
+		return cadvisorinfo.Machine(), cadvisorinfo.EphemeralStorage("/")
+	}
+	mem := a.opts.MemoryCapacity
+	return func() (*cadvisorapi.MachineInfo, error) {
+			return &cadvisorapi.MachineInfo{NumCores: 4, MemoryCapacity: uint64(mem), MachineID: "sim-" + a.opts.NodeName, BootID: "sim"}, nil
+		}, func() v1.ResourceList {
+			return v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("100Gi")}
+		}
+}
+
 // buildNodeStatus assembles the kubelet's setters over the agent's parts.
 func (a *Agent) buildNodeStatus(ctx context.Context) error {
 	rec := nodestatus.EventRecorder(a.recorder, a.opts.NodeName)
@@ -31,16 +45,10 @@ func (a *Agent) buildNodeStatus(ctx context.Context) error {
 	if a.opts.NodeIP != "" {
 		addr.NodeIPs = []net.IP{net.ParseIP(a.opts.NodeIP)}
 	}
-	machine := nodestatus.MachineConfig{Machine: cadvisorinfo.Machine(), Capacity: cadvisorinfo.EphemeralStorage("/"), Recorder: rec}
+	machine := nodestatus.MachineConfig{Recorder: rec}
+	machine.Machine, machine.Capacity = a.machine()
 	if a.sim != nil {
 		addr.ValidateIP = func(net.IP) error { return nil } // a simulated address
-		mem := a.opts.MemoryCapacity
-		machine.Machine = func() (*cadvisorapi.MachineInfo, error) {
-			return &cadvisorapi.MachineInfo{NumCores: 4, MemoryCapacity: uint64(mem), MachineID: "sim-" + a.opts.NodeName, BootID: "sim"}, nil
-		}
-		machine.Capacity = func() v1.ResourceList {
-			return v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("100Gi")}
-		}
 	}
 	var b nodestatus.Builder
 	b.Add(nodestatus.NodeAddress(addr))

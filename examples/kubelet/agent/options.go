@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodekit/nodekit/eviction"
+	"github.com/nodekit/nodekit/examples/kubelet/admission"
 	"github.com/nodekit/nodekit/internal/crisim"
 )
 
@@ -84,6 +85,10 @@ type Options struct {
 	NodeIP string
 	// EvictionHard is the kubelet's --eviction-hard. Default upstream's.
 	EvictionHard string
+	// AllowedUnsafeSysctls are the kubelet's --allowed-unsafe-sysctls:
+	// sysctl names or prefixes ("kernel.msg*") pods may set beyond the
+	// safe set.
+	AllowedUnsafeSysctls []string
 	// MemoryCapacity of the simulated machine (simulator only). Default 4Gi.
 	MemoryCapacity int64
 	// Clock drives every package. Default the real clock.
@@ -112,6 +117,9 @@ func (o *Options) defaults() error {
 	}
 	if _, err := eviction.ParseThresholdFlags(o.EvictionHard, "", "", ""); err != nil {
 		errs = append(errs, fmt.Errorf("eviction-hard: %w", err))
+	}
+	if _, err := admission.Sysctls(o.AllowedUnsafeSysctls); err != nil {
+		errs = append(errs, fmt.Errorf("allowed-unsafe-sysctls: %w", err))
 	}
 	switch o.AuthorizationMode {
 	case "", AuthorizationWebhook, AuthorizationAlwaysAllow:

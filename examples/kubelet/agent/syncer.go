@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,12 +14,14 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 	criapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/nodekit/nodekit/examples/kubelet/env"
+	"github.com/nodekit/nodekit/examples/kubelet/images"
 	"github.com/nodekit/nodekit/examples/kubelet/objects"
 	"github.com/nodekit/nodekit/examples/kubelet/podnet"
 	"github.com/nodekit/nodekit/examples/kubelet/volumes"
@@ -84,6 +87,7 @@ func (b *crashBackoff) forget(uid types.UID) {
 type syncer struct {
 	rt      criapi.RuntimeService
 	images  criapi.ImageManagerService
+	puller  *images.Puller
 	clock   clock.PassiveClock
 	backoff *crashBackoff
 	// livenessFailed reports a failed liveness or startup probe for a
@@ -145,7 +149,7 @@ func (s *syncer) sandboxConfig(pod *v1.Pod, attempt uint32, warn bool) (*runtime
 	if psc := pod.Spec.SecurityContext; psc != nil && len(psc.Sysctls) > 0 {
 		cfg.Linux.Sysctls = map[string]string{}
 		for _, sc := range psc.Sysctls {
-			cfg.Linux.Sysctls[sc.Name] = sc.Value
+			cfg.Linux.Sysctls[utilsysctl.NormalizeName(sc.Name)] = sc.Value // "kernel/shm_rmid_forced" too
 		}
 	}
 	cfg.DnsConfig = dns
@@ -354,7 +358,11 @@ func (s *syncer) restart(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSan
 }
 
 func (s *syncer) start(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandbox, c *v1.Container, attempt uint32) error {
-	if err := s.ensureImage(ctx, pod, c); err != nil {
+	sbCfg, err := s.sandboxConfig(pod, sb.Metadata.Attempt, false)
+	if err != nil {
+		return err
+	}
+	if err := s.ensureImage(ctx, pod, c, sbCfg); err != nil {
 		return err
 	}
 	cfg, err := s.containerConfig(ctx, pod, sb, c, attempt)
@@ -368,10 +376,6 @@ func (s *syncer) start(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandb
 	}
 	if s.beforeCreate != nil {
 		s.beforeCreate(pod, c)
-	}
-	sbCfg, err := s.sandboxConfig(pod, sb.Metadata.Attempt, false)
-	if err != nil {
-		return err
 	}
 	id, err := s.rt.CreateContainer(ctx, sb.Id, cfg, sbCfg)
 	if err != nil {
@@ -465,29 +469,51 @@ func (s *syncer) objectsOrNil() env.Objects {
 	return s.objects
 }
 
-// ensureImage pulls the container's image unless it is present and the
-// pull policy allows using it.
-func (s *syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container) error {
-	spec := &runtimeapi.ImageSpec{Image: c.Image}
-	if c.ImagePullPolicy != v1.PullAlways {
-		st, err := s.images.ImageStatus(ctx, spec, false)
-		if err == nil && st.GetImage() != nil {
-			return nil
-		}
+// ensureImage makes the container's image present as its pull policy
+// says, with the pod's pull secrets; a failure sets the container's
+// waiting reason (ErrImagePull, ImagePullBackOff, ErrImageNeverPull).
+func (s *syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandbox *runtimeapi.PodSandboxConfig) error {
+	req := images.Request{Pod: pod, Container: c, Keyring: s.keyring(ctx, pod, c), Sandbox: sandbox}
+	_, err := s.puller.Ensure(ctx, req, func(e images.Event) { s.containerEvent(pod, c, e.Type, e.Reason, "%s", e.Message) })
+	var ie *images.Error
+	if errors.As(err, &ie) {
+		s.status.startFailed(pod.UID, c.Name, ie.Reason, ie.Message)
 	}
-	if c.ImagePullPolicy == v1.PullNever {
-		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
-		s.status.startFailed(pod.UID, c.Name, "ErrImageNeverPull", msg)
-		s.containerEvent(pod, c, v1.EventTypeWarning, "ErrImageNeverPull", "%s", msg)
-		return fmt.Errorf("image %s is not present and the pull policy is Never", c.Image)
-	}
-	s.containerEvent(pod, c, v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
-	if _, err := s.images.PullImage(ctx, spec, nil, nil); err != nil {
-		s.status.startFailed(pod.UID, c.Name, "ErrImagePull", err.Error())
-		s.containerEvent(pod, c, v1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", c.Image, err)
-		return fmt.Errorf("pull image %s: %w", c.Image, err)
+	if err != nil {
+		return fmt.Errorf("container %s: %w", c.Name, err)
 	}
 	return nil
+}
+
+// keyring reads the pod's image pull secrets (the service account's are
+// in the pod's spec already, put there at admission by the API server).
+// A secret that cannot be read is reported and skipped: the pull may
+// still succeed without it, as with the kubelet.
+func (s *syncer) keyring(ctx context.Context, pod *v1.Pod, c *v1.Container) *images.Keyring {
+	if s.objects == nil || len(pod.Spec.ImagePullSecrets) == 0 {
+		return nil
+	}
+	var secrets []*v1.Secret
+	var missing []string
+	for _, ref := range pod.Spec.ImagePullSecrets {
+		sec, err := s.objects.Secret(ctx, pod.Namespace, ref.Name)
+		if err != nil {
+			klog.FromContext(ctx).Info("Unable to retrieve pull secret, the image pull may not succeed", "pod", klog.KObj(pod), "secret", ref.Name, "err", err)
+			missing = append(missing, pod.Namespace+"/"+ref.Name)
+			continue
+		}
+		secrets = append(secrets, sec)
+	}
+	if len(missing) > 0 {
+		s.containerEvent(pod, c, v1.EventTypeWarning, "FailedToRetrieveImagePullSecret",
+			"Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", strings.Join(missing, ", "))
+	}
+	k, err := images.KeyringFromSecrets(secrets)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Invalid image pull secret, pulling without it", "pod", klog.KObj(pod))
+		return nil
+	}
+	return k
 }
 
 func shouldRestart(pod *v1.Pod, st *runtimeapi.ContainerStatus) bool {

@@ -1,0 +1,79 @@
+package agent
+
+import (
+	"context"
+	"runtime"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/nodekit/nodekit/examples/kubelet/admission"
+)
+
+// buildAdmission assembles the kubelet's admit handlers in its order:
+// eviction's, sysctls (the safe set for this kernel plus the allowed
+// unsafe ones), then the general predicates.
+func (a *Agent) buildAdmission(ctx context.Context) error {
+	kernel, err := admission.KernelVersion()
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Failed to get kernel version, unable to determine which sysctls are available")
+	}
+	sysctls, err := admission.Sysctls(append(admission.SafeSysctls(kernel), a.opts.AllowedUnsafeSysctls...))
+	if err != nil {
+		return err
+	}
+	predicates, err := admission.Predicates(admission.PredicatesConfig{Node: a.admissionNode, IsStatic: isStatic})
+	if err != nil {
+		return err
+	}
+	evict := admission.HandlerFunc(func(_ context.Context, attrs admission.Attributes) admission.Result {
+		r := a.evict.Admit(attrs.Pod)
+		return admission.Result{Admit: r.Admit, Reason: r.Reason, Message: r.Message}
+	})
+	a.admit = admission.Chain{evict, sysctls, predicates}
+	return nil
+}
+
+// admissionNode is the Node as last reported; fresh reads it from the API
+// server. Before the Node exists (static pods start first) it is the node
+// as the agent would register it: its name, OS labels and the capacity
+// the simulator or the last report gave.
+func (a *Agent) admissionNode(ctx context.Context, fresh bool) (*v1.Node, error) {
+	if a.client != nil && fresh {
+		return a.client.CoreV1().Nodes().Get(ctx, a.opts.NodeName, metav1.GetOptions{})
+	}
+	if a.nodeStatus != nil {
+		if n := a.nodeStatus.Node(); n != nil {
+			return n, nil
+		}
+	}
+	alloc, err := a.machineCapacity()
+	if err != nil {
+		return nil, err
+	}
+	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.opts.NodeName, Labels: map[string]string{
+		v1.LabelHostname: a.opts.NodeName, v1.LabelOSStable: runtime.GOOS, v1.LabelArchStable: runtime.GOARCH}},
+		Status: v1.NodeStatus{Allocatable: alloc}}, nil
+}
+
+// machineCapacity is what the node status setters would report as
+// capacity: cores, memory, ephemeral storage and the kubelet's default
+// of 110 pods.
+func (a *Agent) machineCapacity() (v1.ResourceList, error) {
+	machine, storage := a.machine()
+	info, err := machine()
+	if err != nil {
+		return nil, err
+	}
+	out := v1.ResourceList{
+		v1.ResourceCPU:    *resource.NewMilliQuantity(int64(info.NumCores)*1000, resource.DecimalSI),
+		v1.ResourceMemory: *resource.NewQuantity(int64(info.MemoryCapacity), resource.BinarySI),
+		v1.ResourcePods:   *resource.NewQuantity(110, resource.DecimalSI),
+	}
+	for k, v := range storage() {
+		out[k] = v
+	}
+	return out, nil
+}

@@ -1,0 +1,199 @@
+package images
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	criapi "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+)
+
+// The kubelet's waiting reasons for image problems.
+const (
+	ReasonErrImagePull      = "ErrImagePull"
+	ReasonImagePullBackOff  = "ImagePullBackOff"
+	ReasonErrImageNeverPull = "ErrImageNeverPull"
+)
+
+// Pull back-off of the kubelet: per pod and image, 10s doubling to 5m.
+const (
+	backoffInitial = 10 * time.Second
+	backoffMax     = 5 * time.Minute
+)
+
+// Error is an image problem with the waiting reason and message the
+// container's status shows.
+type Error struct {
+	Reason  string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Reason + ": " + e.Message }
+
+// Event is what Ensure reports along the way, for the caller to record
+// on the container: type (Normal, Warning), reason and message.
+type Event struct {
+	Type, Reason, Message string
+}
+
+// Config configures a Puller.
+type Config struct {
+	// Images is the runtime's image service. Required.
+	Images criapi.ImageManagerService
+	// Clock drives back-off and pull timing. Default the real clock.
+	Clock clock.PassiveClock
+}
+
+// Puller makes images present. It is safe for concurrent use; pulls of
+// different pods run in parallel.
+type Puller struct {
+	cfg Config
+
+	mu      sync.Mutex
+	backoff map[string]*backoff // by pod UID + image
+}
+
+type backoff struct {
+	delay   time.Duration
+	updated time.Time
+	lastErr string
+}
+
+// New validates cfg and returns a Puller.
+func New(cfg Config) (*Puller, error) {
+	if cfg.Images == nil {
+		return nil, errors.New("images: Config.Images is required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	return &Puller{cfg: cfg, backoff: map[string]*backoff{}}, nil
+}
+
+// Request is one container's image to make present.
+type Request struct {
+	Pod       *v1.Pod
+	Container *v1.Container
+	// Keyring holds the pod's pull credentials; nil pulls anonymously.
+	Keyring *Keyring
+	// Sandbox is the pod's sandbox config, passed to the runtime's pull.
+	Sandbox *runtimeapi.PodSandboxConfig
+}
+
+// Ensure makes the request's image present according to its pull policy
+// and returns the runtime's reference of it. A failure is an *Error with
+// the kubelet's reason; while a failed pull backs off, Ensure does not
+// pull and returns ImagePullBackOff. event receives what happened.
+func (p *Puller) Ensure(ctx context.Context, r Request, event func(Event)) (string, error) {
+	c := r.Container
+	spec := &runtimeapi.ImageSpec{Image: c.Image, Annotations: r.Sandbox.GetAnnotations()}
+	policy := c.ImagePullPolicy
+	if policy == "" {
+		policy = v1.PullIfNotPresent
+	}
+	if policy != v1.PullAlways {
+		st, err := p.cfg.Images.ImageStatus(ctx, spec, false)
+		if err == nil && st.GetImage() != nil {
+			event(Event{v1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine", c.Image)})
+			return st.GetImage().GetId(), nil
+		}
+	}
+	if policy == v1.PullNever {
+		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
+		event(Event{v1.EventTypeWarning, ReasonErrImageNeverPull, msg})
+		return "", &Error{ReasonErrImageNeverPull, msg}
+	}
+	key := string(r.Pod.UID) + "_" + c.Image
+	if last, waiting := p.inBackoff(key); waiting {
+		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
+		event(Event{v1.EventTypeNormal, "BackOff", msg})
+		if last != "" {
+			msg += ": " + last
+		}
+		return "", &Error{ReasonImagePullBackOff, msg}
+	}
+	event(Event{v1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", c.Image)})
+	start := p.cfg.Clock.Now()
+	ref, err := p.pull(ctx, spec, r.Keyring.Lookup(c.Image), r.Sandbox)
+	if err != nil {
+		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
+		p.failed(key, msg)
+		event(Event{v1.EventTypeWarning, "Failed", msg})
+		event(Event{v1.EventTypeWarning, "Failed", "Error: " + ReasonErrImagePull})
+		return "", &Error{ReasonErrImagePull, msg}
+	}
+	p.succeeded(key)
+	took := p.cfg.Clock.Since(start)
+	size := ""
+	if st, err := p.cfg.Images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: ref}, false); err == nil && st.GetImage() != nil {
+		size = fmt.Sprintf(" Image size: %d bytes.", st.GetImage().GetSize())
+	}
+	event(Event{v1.EventTypeNormal, "Pulled", fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting).%s",
+		c.Image, took.Round(time.Millisecond), took.Round(time.Millisecond), size)})
+	return ref, nil
+}
+
+// pull tries each credential in turn, then (with none) anonymously; the
+// last error is returned when all fail.
+func (p *Puller) pull(ctx context.Context, spec *runtimeapi.ImageSpec, auths []*runtimeapi.AuthConfig, sandbox *runtimeapi.PodSandboxConfig) (string, error) {
+	if len(auths) == 0 {
+		auths = []*runtimeapi.AuthConfig{nil}
+	}
+	var errs []error
+	for _, a := range auths {
+		ref, err := p.cfg.Images.PullImage(ctx, spec, a, sandbox)
+		if err == nil {
+			return ref, nil
+		}
+		errs = append(errs, err)
+	}
+	return "", errs[len(errs)-1]
+}
+
+// inBackoff: a pull of key failed less than its back-off ago.
+func (p *Puller) inBackoff(key string) (lastErr string, waiting bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b, ok := p.backoff[key]
+	if !ok {
+		return "", false
+	}
+	return b.lastErr, p.cfg.Clock.Since(b.updated) < b.delay
+}
+
+func (p *Puller) failed(key, msg string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.cfg.Clock.Now()
+	p.gc(now)
+	b, ok := p.backoff[key]
+	switch {
+	case !ok:
+		b = &backoff{delay: backoffInitial}
+		p.backoff[key] = b
+	default:
+		b.delay = min(2*b.delay, backoffMax)
+	}
+	b.updated, b.lastErr = now, msg
+}
+
+func (p *Puller) succeeded(key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.backoff, key)
+}
+
+// gc drops entries idle for twice the longest back-off, as the kubelet's
+// back-off does, so deleted pods leave nothing behind.
+func (p *Puller) gc(now time.Time) {
+	for k, b := range p.backoff {
+		if now.Sub(b.updated) > 2*backoffMax {
+			delete(p.backoff, k)
+		}
+	}
+}
