@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	remote "k8s.io/cri-client/pkg"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodekit/nodekit/examples/kubelet/agent"
 	"github.com/nodekit/nodekit/pleg"
@@ -240,5 +241,73 @@ func TestReferenceAgentVolumesContainerd(t *testing.T) {
 		_, err := os.Stat(podDir)
 		mi, _ := os.ReadFile("/proc/self/mountinfo")
 		return os.IsNotExist(err) && !strings.Contains(string(mi), podDir)
+	})
+}
+
+// TestReferenceAgentLifecycleContainerd runs a pod with a sidecar (a
+// restartable init container gated by a startup probe), an init container,
+// and an app container with a postStart hook that writes its termination
+// message and fails: the init container sees the started sidecar, the app
+// sees both and the hook's file, the pod fails with the app's message, and
+// the sidecar is stopped after it.
+func TestReferenceAgentLifecycleContainerd(t *testing.T) {
+	ep := containerdEndpoint(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	const node = "ctd-life-node"
+	admin := srv.AdminClient()
+	ensureDefaultServiceAccount(t, admin, "default")
+	root := t.TempDir()
+	a, err := agent.New(ctx, agent.Options{NodeName: node, Kube: srv.NodeConfig(node), RuntimeEndpoint: ep,
+		NodeIP: "10.89.0.1", HTTPAddr: "-", RootDir: root, PodLogsDir: t.TempDir()})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+	eventually := func(msg string, f func() bool) {
+		t.Helper()
+		require.Eventually(t, f, 90*time.Second, 250*time.Millisecond, msg)
+	}
+	always := v1.ContainerRestartPolicyAlways
+	shared := []v1.VolumeMount{{Name: "shared", MountPath: "/shared"}}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ctd-life"}, Spec: v1.PodSpec{
+		NodeName: node, RestartPolicy: v1.RestartPolicyNever, TerminationGracePeriodSeconds: ptr.To[int64](2),
+		Volumes: []v1.Volume{{Name: "shared", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}},
+		InitContainers: []v1.Container{
+			{Name: "side", Image: busybox, RestartPolicy: &always, VolumeMounts: shared,
+				Command: []string{"sh", "-c", "sleep 1; echo side > /shared/side; exec sleep 3600"},
+				StartupProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"test", "-f", "/shared/side"}}},
+					PeriodSeconds: 1, FailureThreshold: 30}},
+			{Name: "setup", Image: busybox, VolumeMounts: shared,
+				Command: []string{"sh", "-c", "test -f /shared/side && echo init-saw-side >> /shared/log"}},
+		},
+		Containers: []v1.Container{{Name: "app", Image: busybox, VolumeMounts: shared,
+			Command:                []string{"sh", "-c", "sleep 2; cat /shared/log /shared/poststart > /dev/termination-log; exit 3"},
+			TerminationMessagePath: "/dev/termination-log",
+			Lifecycle: &v1.Lifecycle{PostStart: &v1.LifecycleHandler{Exec: &v1.ExecAction{
+				Command: []string{"sh", "-c", "echo hook-ran > /shared/poststart"}}}},
+		}},
+	}}
+	created, err := admin.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+	require.NoError(t, err)
+	eventually("the pod fails with the app's termination message, the sidecar stopped after it", func() bool {
+		p := getPod(t, admin, "ctd-life")
+		if p == nil || p.Status.Phase != v1.PodFailed || len(p.Status.InitContainerStatuses) != 2 || len(p.Status.ContainerStatuses) != 1 {
+			return false
+		}
+		app := p.Status.ContainerStatuses[0].State.Terminated
+		side := p.Status.InitContainerStatuses[0].State.Terminated
+		setup := p.Status.InitContainerStatuses[1].State.Terminated
+		return app != nil && app.ExitCode == 3 && app.Message == "init-saw-side\nhook-ran\n" &&
+			setup != nil && setup.ExitCode == 0 && side != nil && !side.FinishedAt.Before(&app.FinishedAt)
+	})
+	grace := int64(1)
+	require.NoError(t, admin.CoreV1().Pods("default").Delete(ctx, "ctd-life", metav1.DeleteOptions{GracePeriodSeconds: &grace}))
+	eventually("deleted pod disappears", func() bool { return getPod(t, admin, "ctd-life") == nil })
+	eventually("its volumes are torn down", func() bool {
+		_, err := os.Stat(filepath.Join(root, "pods", string(created.UID)))
+		return os.IsNotExist(err)
 	})
 }

@@ -225,7 +225,7 @@ func (a *Agent) build(ctx context.Context) error {
 		return err
 	}
 	a.syncer = &syncer{rt: a.rt, images: a.images, puller: puller, clock: a.opts.Clock, backoff: backoff, status: a.status,
-		livenessFailed: a.livenessFailed, recorder: a.recorder, logsDir: a.opts.PodLogsDir, volumes: a.volumes,
+		probes: a.probeState, recorder: a.recorder, logsDir: a.opts.PodLogsDir, volumes: a.volumes,
 		objects: a.objects, envPod: a.envPod, nodeHostsFile: "/etc/hosts", maskedPaths: maskedPaths(),
 		seccompRoot: filepath.Join(a.opts.RootDir, "seccomp"), memoryCapacity: a.memoryCapacity,
 		net: podnet.Config{ClusterDNS: a.opts.ClusterDNS, ClusterDomain: a.opts.ClusterDomain, ResolvConf: a.opts.ResolvConf}}
@@ -336,16 +336,19 @@ func (a *Agent) allocatable() v1.ResourceList {
 	return nil
 }
 
-// livenessFailed reports a liveness or startup failure for a CRI container
-// ID; the syncer restarts such a container.
-func (a *Agent) livenessFailed(id string) bool {
+// probeState is the prober's view of a running container (CRI ID): has
+// it started (its startup probe, if any, succeeded), and did its liveness
+// or startup probe fail. The syncer restarts a failed container and holds
+// the next init container until a sidecar has started.
+func (a *Agent) probeState(pod *v1.Pod, name, id string) (started, livenessFailed, startupFailed bool) {
 	full := a.runtimeID + "://" + id
-	for _, t := range []prober.ProbeType{prober.Liveness, prober.Startup} {
-		if r, ok := a.probes.Result(t, full); ok && r == prober.Failure {
-			return true
-		}
+	started = true
+	if specOf(pod, name).StartupProbe != nil {
+		r, ok := a.probes.Result(prober.Startup, full)
+		started, startupFailed = ok && r == prober.Success, ok && r == prober.Failure
 	}
-	return false
+	r, ok := a.probes.Result(prober.Liveness, full)
+	return started, ok && r == prober.Failure, startupFailed
 }
 
 func (a *Agent) buildEviction() error {
@@ -466,11 +469,20 @@ func (a *Agent) podByUID(uid types.UID) (*v1.Pod, bool) {
 // longer in config are resynced with their last known state.
 func (a *Agent) podsToSync(_ context.Context) []*v1.Pod {
 	var out []*v1.Pod
+	due := map[types.UID]bool{}
 	for _, uid := range a.workers.DuePods() {
 		if p, ok := a.podByUID(uid); ok {
 			out = append(out, p)
+			due[uid] = true
 		} else {
 			_ = a.workers.Resync(uid)
+		}
+	}
+	// Pods past their activeDeadlineSeconds are synced at once (and
+	// killed), not at their next periodic sync.
+	for _, p := range a.activePods() {
+		if !due[p.UID] && p.Spec.ActiveDeadlineSeconds != nil && !a.workers.IsPodTerminationRequested(p.UID) && a.syncer.pastDeadline(p) {
+			out = append(out, p)
 		}
 	}
 	return out

@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/nodekit/nodekit/examples/kubelet/podplan"
 	"github.com/nodekit/nodekit/podworkers"
 	"github.com/nodekit/nodekit/syncloop"
 )
@@ -89,6 +90,10 @@ func (w *statusWriter) write(ctx context.Context, pod, mirror *v1.Pod, rtp *podR
 	status := w.build(pod, rtp, &old)
 	if statusFn != nil {
 		statusFn(&status)
+	}
+	if old.Phase == v1.PodFailed || old.Phase == v1.PodSucceeded {
+		// Terminal phases are final, with the reason that made them so.
+		status.Phase, status.Reason, status.Message = old.Phase, old.Reason, old.Message
 	}
 	w.mu.Lock()
 	changed := !rec.written || !equality.Semantic.DeepEqual(rec.status, status)
@@ -166,6 +171,16 @@ func (w *statusWriter) finishDeletion(ctx context.Context, pod *v1.Pod) error {
 	return nil
 }
 
+// startTime is when the agent first saw the pod, as its status reports.
+func (w *statusWriter) startTime(pod *v1.Pod) *metav1.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if r := w.statuses[pod.UID]; r != nil && r.status.StartTime != nil {
+		return r.status.StartTime
+	}
+	return pod.Status.StartTime
+}
+
 // withStatus returns a copy of pod carrying the latest status the writer
 // computed for it (the pod's own status if none yet).
 func (w *statusWriter) withStatus(pod *v1.Pod) *v1.Pod {
@@ -210,28 +225,51 @@ func (w *statusWriter) build(pod *v1.Pod, rtp *podRuntime, old *v1.PodStatus) v1
 	case rtp.sandboxIP != "":
 		s.PodIP, s.PodIPs = rtp.sandboxIP, []v1.PodIP{{IP: rtp.sandboxIP}}
 	}
-	initialized := true
-	for i := range pod.Spec.InitContainers {
-		cs := w.containerStatus(pod, &pod.Spec.InitContainers[i], rtp, "PodInitializing")
-		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
-			initialized = false
-		}
-		s.InitContainerStatuses = append(s.InitContainerStatuses, cs)
+	// Initialized: every init container succeeded and every sidecar
+	// started — or app containers ran already in this sandbox.
+	appsRan := false
+	for i := range pod.Spec.Containers {
+		appsRan = appsRan || rtp.latest(pod.Spec.Containers[i].Name) != nil
 	}
-	waitReason := "ContainerCreating"
-	if !initialized {
-		waitReason = "PodInitializing"
+	for i := range pod.Spec.InitContainers {
+		s.InitContainerStatuses = append(s.InitContainerStatuses, w.containerStatus(pod, &pod.Spec.InitContainers[i], rtp, "PodInitializing"))
 	}
 	for i := range pod.Spec.Containers {
-		s.ContainerStatuses = append(s.ContainerStatuses, w.containerStatus(pod, &pod.Spec.Containers[i], rtp, waitReason))
+		s.ContainerStatuses = append(s.ContainerStatuses, w.containerStatus(pod, &pod.Spec.Containers[i], rtp, "ContainerCreating"))
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		c := (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		s.EphemeralContainerStatuses = append(s.EphemeralContainerStatuses, w.containerStatus(pod, c, rtp, "ContainerCreating"))
 	}
 	if w.probeStatus != nil {
 		w.probeStatus(pod, &s)
 	}
+	initialized := true
+	for i, cs := range s.InitContainerStatuses {
+		if podplan.IsSidecar(&pod.Spec.InitContainers[i]) {
+			initialized = initialized && cs.Started != nil && *cs.Started
+		} else {
+			initialized = initialized && cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+		}
+	}
+	initialized = initialized || appsRan
+	if !initialized {
+		for i := range s.ContainerStatuses {
+			if wt := s.ContainerStatuses[i].State.Waiting; wt != nil && wt.Reason == "ContainerCreating" {
+				wt.Reason = "PodInitializing"
+			}
+		}
+	}
 	s.Phase = podPhase(pod, &s, initialized)
+	// Ready: every app container and every sidecar is ready.
 	allReady := len(s.ContainerStatuses) > 0
 	for _, cs := range s.ContainerStatuses {
 		allReady = allReady && cs.Ready
+	}
+	for i, cs := range s.InitContainerStatuses {
+		if podplan.IsSidecar(&pod.Spec.InitContainers[i]) {
+			allReady = allReady && cs.Ready
+		}
 	}
 	if s.Phase == v1.PodSucceeded || s.Phase == v1.PodFailed {
 		allReady = false
@@ -281,7 +319,7 @@ func (w *statusWriter) containerStatus(pod *v1.Pod, c *v1.Container, rtp *podRun
 	cs.ImageID = st.ImageRef
 	cs.RestartCount = int32(st.GetMetadata().GetAttempt())
 	if prev := rtp.previous(c.Name); prev != nil && prev.State == runtimeapi.ContainerState_CONTAINER_EXITED {
-		cs.LastTerminationState = v1.ContainerState{Terminated: terminated(prev, w.runtimeName)}
+		cs.LastTerminationState = v1.ContainerState{Terminated: terminated(c, prev, w.runtimeName)}
 	}
 	switch st.State {
 	case runtimeapi.ContainerState_CONTAINER_RUNNING:
@@ -289,9 +327,9 @@ func (w *statusWriter) containerStatus(pod *v1.Pod, c *v1.Container, rtp *podRun
 		started := true
 		cs.Started = &started
 	case runtimeapi.ContainerState_CONTAINER_EXITED:
-		t := terminated(st, w.runtimeName)
+		t := terminated(c, st, w.runtimeName)
 		cs.State = v1.ContainerState{Terminated: t}
-		if shouldRestart(pod, st) {
+		if restartsAfter(pod, c, st.ExitCode) {
 			if hasFailed {
 				cs.LastTerminationState = v1.ContainerState{Terminated: t}
 				cs.State = v1.ContainerState{Waiting: &failed}
@@ -305,7 +343,7 @@ func (w *statusWriter) containerStatus(pod *v1.Pod, c *v1.Container, rtp *podRun
 	return cs
 }
 
-func terminated(st *runtimeapi.ContainerStatus, runtimeName string) *v1.ContainerStateTerminated {
+func terminated(c *v1.Container, st *runtimeapi.ContainerStatus, runtimeName string) *v1.ContainerStateTerminated {
 	reason := st.Reason
 	if reason == "" {
 		reason = "Completed"
@@ -313,7 +351,7 @@ func terminated(st *runtimeapi.ContainerStatus, runtimeName string) *v1.Containe
 			reason = "Error"
 		}
 	}
-	return &v1.ContainerStateTerminated{ExitCode: st.ExitCode, Reason: reason, Message: st.Message,
+	return &v1.ContainerStateTerminated{ExitCode: st.ExitCode, Reason: reason, Message: terminationMessage(c, st),
 		StartedAt: metav1.NewTime(time.Unix(0, st.StartedAt)), FinishedAt: metav1.NewTime(time.Unix(0, st.FinishedAt)),
 		ContainerID: runtimeName + "://" + st.Id}
 }
@@ -323,7 +361,10 @@ func terminated(st *runtimeapi.ContainerStatus, runtimeName string) *v1.Containe
 // Succeeded or Failed by the restart policy.
 func podPhase(pod *v1.Pod, s *v1.PodStatus, initialized bool) v1.PodPhase {
 	if !initialized {
-		for _, cs := range s.InitContainerStatuses {
+		for i, cs := range s.InitContainerStatuses {
+			if podplan.IsSidecar(&pod.Spec.InitContainers[i]) {
+				continue
+			}
 			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 && pod.Spec.RestartPolicy == v1.RestartPolicyNever {
 				return v1.PodFailed
 			}
@@ -359,6 +400,27 @@ func podPhase(pod *v1.Pod, s *v1.PodStatus, initialized bool) v1.PodPhase {
 		return v1.PodFailed
 	}
 	return v1.PodRunning
+}
+
+// restartsAfter tells whether an exited instance of c will be started
+// again: sidecars always, ephemeral containers never, init and app
+// containers as the pod's restart policy says (init containers only after
+// a failure).
+func restartsAfter(pod *v1.Pod, c *v1.Container, exitCode int32) bool {
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == c.Name {
+			return false
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == c.Name {
+			if podplan.IsSidecar(c) {
+				return true
+			}
+			return exitCode != 0 && pod.Spec.RestartPolicy != v1.RestartPolicyNever
+		}
+	}
+	return podplan.ShouldRestart(pod, exitCode)
 }
 
 // qosClass is BestEffort without any request or limit, Guaranteed when

@@ -24,6 +24,7 @@ import (
 	"github.com/nodekit/nodekit/examples/kubelet/images"
 	"github.com/nodekit/nodekit/examples/kubelet/objects"
 	"github.com/nodekit/nodekit/examples/kubelet/podnet"
+	"github.com/nodekit/nodekit/examples/kubelet/podplan"
 	"github.com/nodekit/nodekit/examples/kubelet/volumes"
 	"github.com/nodekit/nodekit/podworkers"
 )
@@ -88,11 +89,12 @@ type syncer struct {
 	rt      criapi.RuntimeService
 	images  criapi.ImageManagerService
 	puller  *images.Puller
-	clock   clock.PassiveClock
+	clock   clock.WithTicker
 	backoff *crashBackoff
-	// livenessFailed reports a failed liveness or startup probe for a
-	// container ID (CRI ID).
-	livenessFailed func(containerID string) bool
+	// probes tells, for a running container (CRI ID), whether it has
+	// started (its startup probe passed, if it has one) and whether its
+	// liveness or startup probe failed. Nil: started, nothing failed.
+	probes func(pod *v1.Pod, name, id string) (started, livenessFailed, startupFailed bool)
 	// status builds and reports the pod status after each sync.
 	status *statusWriter
 	// recorder receives the kubelet's container events.
@@ -233,38 +235,183 @@ func (s *syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, mirr
 	if err != nil {
 		return false, err
 	}
-	done, terminal := podDone(pod, rtp)
-	if done && rtp.readySandbox() == nil {
+	if s.pastDeadline(pod) {
+		msg := "Pod was active on the node longer than the specified deadline"
+		s.event(pod, v1.EventTypeNormal, "DeadlineExceeded", "%s", msg)
+		s.status.write(ctx, pod, mirror, rtp, func(st *v1.PodStatus) {
+			st.Phase, st.Reason, st.Message = v1.PodFailed, "DeadlineExceeded", msg
+		})
+		return true, nil // the pod worker stops its containers
+	}
+	plan := s.plan(pod, rtp)
+	if plan.Done {
+		// Finished for good: the pod worker terminates what still runs
+		// (sidecars) through SyncTerminatingPod.
 		s.status.write(ctx, pod, mirror, rtp, nil)
-		return terminal, nil
+		return true, nil
 	}
 	// Volumes first, on every sync of a pod that still runs something:
 	// this is also how their contents follow configMap, secret, label and
 	// token changes. Only a volume never set up holds the pod back.
-	if !done {
-		if s.objects != nil {
-			s.objects.Register(ctx, pod)
-		}
-		if err := s.volumes.SetUpPod(ctx, pod); err != nil {
-			s.status.write(ctx, pod, mirror, rtp, nil)
+	if s.objects != nil {
+		s.objects.Register(ctx, pod)
+	}
+	if err := s.volumes.SetUpPod(ctx, pod); err != nil {
+		s.status.write(ctx, pod, mirror, rtp, nil)
+		return false, err
+	}
+	if plan.KillPod {
+		if err := s.stopAll(ctx, pod, rtp, gracePeriod(pod)); err != nil {
 			return false, err
 		}
 	}
-	if rtp.readySandbox() == nil {
-		if err := s.createSandbox(ctx, pod, uint32(len(rtp.sandboxes))); err != nil {
+	if plan.CreateSandbox {
+		if err := s.createSandbox(ctx, pod, plan.Attempt); err != nil {
 			return false, err
 		}
 		if rtp, err = inspect(ctx, s.rt, pod.UID); err != nil {
 			return false, err
 		}
+		plan = s.plan(pod, rtp)
 	}
-	syncErr := s.syncContainers(ctx, pod, rtp)
+	syncErr := s.execute(ctx, pod, rtp, plan)
 	if rtp, err = inspect(ctx, s.rt, pod.UID); err != nil {
 		return false, err
 	}
 	s.status.write(ctx, pod, mirror, rtp, nil)
-	_, terminal = podDone(pod, rtp)
-	return terminal, syncErr
+	return s.plan(pod, rtp).Done, syncErr
+}
+
+// pastDeadline: the pod has run longer than its activeDeadlineSeconds,
+// counted from its start time on this node.
+func (s *syncer) pastDeadline(pod *v1.Pod) bool {
+	d := pod.Spec.ActiveDeadlineSeconds
+	if d == nil {
+		return false
+	}
+	start := s.status.startTime(pod)
+	return start != nil && s.clock.Since(start.Time) >= time.Duration(*d)*time.Second
+}
+
+// plan computes what the pod needs from its runtime state and the
+// prober's results.
+func (s *syncer) plan(pod *v1.Pod, rtp *podRuntime) podplan.Plan {
+	in := podplan.Input{Pod: pod, Sandboxes: len(rtp.sandboxes), SandboxReady: rtp.readySandbox() != nil,
+		Containers: map[string]podplan.Container{}, Hash: containerHash}
+	for _, st := range rtp.containers {
+		name := st.GetMetadata().GetName()
+		if _, ok := in.Containers[name]; ok {
+			continue // an older instance
+		}
+		c := podplan.Container{ID: st.Id, ExitCode: st.ExitCode, Hash: st.Annotations[annotationHash]}
+		switch st.State {
+		case runtimeapi.ContainerState_CONTAINER_CREATED:
+			c.State = podplan.Created
+		case runtimeapi.ContainerState_CONTAINER_RUNNING:
+			c.State = podplan.Running
+			if s.probes != nil {
+				c.Started, c.LivenessFailed, c.StartupFailed = s.probes(pod, name, st.Id)
+			} else {
+				c.Started = true
+			}
+		case runtimeapi.ContainerState_CONTAINER_EXITED:
+			c.State = podplan.Exited
+		default:
+			c.State = podplan.Unknown
+		}
+		in.Containers[name] = c
+	}
+	return podplan.Compute(in)
+}
+
+// execute kills and starts containers as the plan says. Starting stops at
+// the first failed init container or sidecar (the next ones wait for it);
+// app containers are independent.
+func (s *syncer) execute(ctx context.Context, pod *v1.Pod, rtp *podRuntime, plan podplan.Plan) error {
+	sb := rtp.readySandbox()
+	if sb == nil {
+		return nil
+	}
+	killed := map[string]bool{}
+	for _, k := range plan.Kill {
+		c := specOf(pod, k.Name)
+		klog.FromContext(ctx).Info("Restarting container", "pod", klog.KObj(pod), "container", k.Name, "reason", k.Reason)
+		s.containerEvent(pod, c, v1.EventTypeNormal, "Killing", "Container %s %s, will be restarted", k.Name, k.Reason)
+		if err := s.killContainer(ctx, pod, c, k.ID, gracePeriod(pod)); err != nil {
+			return fmt.Errorf("stop container %s: %w", k.Name, err)
+		}
+		killed[k.Name] = true
+	}
+	var errs []error
+	for _, st := range plan.Start {
+		c := st.Container
+		var attempt uint32
+		if last := rtp.latest(c.Name); last != nil {
+			attempt = last.GetMetadata().GetAttempt() + 1
+			if !killed[c.Name] {
+				if err := s.crashBackoff(pod, c, last); err != nil {
+					errs = append(errs, err)
+					if st.Kind != podplan.App {
+						break
+					}
+					continue
+				}
+			}
+		}
+		if err := s.start(ctx, pod, sb, c, attempt); err != nil {
+			errs = append(errs, err)
+			if st.Kind == podplan.Init || st.Kind == podplan.Sidecar {
+				break
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// crashBackoff holds back the restart of an exited container while its
+// CrashLoopBackOff lasts, and records the restart otherwise.
+func (s *syncer) crashBackoff(pod *v1.Pod, c *v1.Container, last *runtimeapi.ContainerStatus) error {
+	key := string(pod.UID) + "/" + c.Name
+	if ok, until := s.backoff.ready(key); !ok {
+		// An error makes the pod worker retry after its backoff (10s),
+		// as the kubelet's CrashLoopBackOff does.
+		s.containerEvent(pod, c, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", c.Name, klog.KObj(pod))
+		return fmt.Errorf("%w: back-off %s restarting failed container=%s pod=%s",
+			errCrashLoopBackOff, until.Sub(s.clock.Now()).Round(time.Second), c.Name, klog.KObj(pod))
+	}
+	s.backoff.restarted(key, time.Duration(last.FinishedAt-last.StartedAt))
+	return nil
+}
+
+// ephemeralTarget is the targetContainerName of the named ephemeral
+// container; "" for other containers.
+func ephemeralTarget(pod *v1.Pod, name string) string {
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == name {
+			return pod.Spec.EphemeralContainers[i].TargetContainerName
+		}
+	}
+	return ""
+}
+
+// specOf finds a container of the pod by name: app, init or ephemeral.
+func specOf(pod *v1.Pod, name string) *v1.Container {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i]
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == name {
+			return (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		}
+	}
+	return &v1.Container{Name: name}
 }
 
 func (s *syncer) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) error {
@@ -283,78 +430,6 @@ func (s *syncer) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32)
 	}
 	klog.FromContext(ctx).V(2).Info("Started pod sandbox", "pod", klog.KObj(pod), "sandbox", id)
 	return nil
-}
-
-// syncContainers runs init containers in order, then makes every regular
-// container run as the restart policy says.
-func (s *syncer) syncContainers(ctx context.Context, pod *v1.Pod, rtp *podRuntime) error {
-	sb := rtp.readySandbox()
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		st := rtp.latest(c.Name)
-		switch {
-		case st == nil:
-			return s.start(ctx, pod, sb, c, 0)
-		case st.State == runtimeapi.ContainerState_CONTAINER_RUNNING || st.State == runtimeapi.ContainerState_CONTAINER_CREATED:
-			return nil // wait for it
-		case st.ExitCode == 0:
-			continue
-		case pod.Spec.RestartPolicy == v1.RestartPolicyNever:
-			return nil // the pod failed
-		default:
-			return s.restart(ctx, pod, sb, c, st)
-		}
-	}
-	var errs []error
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
-		st := rtp.latest(c.Name)
-		switch {
-		case st == nil:
-			errs = append(errs, s.start(ctx, pod, sb, c, 0))
-		case st.State == runtimeapi.ContainerState_CONTAINER_RUNNING:
-			errs = append(errs, s.checkRunning(ctx, pod, sb, c, st))
-		case st.State == runtimeapi.ContainerState_CONTAINER_EXITED && shouldRestart(pod, st):
-			errs = append(errs, s.restart(ctx, pod, sb, c, st))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// checkRunning restarts a running container whose spec changed or whose
-// liveness (or startup) probe failed.
-func (s *syncer) checkRunning(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandbox, c *v1.Container, st *runtimeapi.ContainerStatus) error {
-	reason := ""
-	switch {
-	case st.Annotations[annotationHash] != containerHash(c):
-		reason = "its definition changed"
-	case s.livenessFailed != nil && s.livenessFailed(st.Id):
-		reason = "it failed its liveness probe"
-	default:
-		return nil
-	}
-	klog.FromContext(ctx).Info("Restarting container", "pod", klog.KObj(pod), "container", c.Name, "reason", reason)
-	s.containerEvent(pod, c, v1.EventTypeNormal, "Killing", "Container %s %s, will be restarted", c.Name, reason)
-	if err := s.rt.StopContainer(ctx, st.Id, gracePeriod(pod)); err != nil {
-		return fmt.Errorf("stop container %s: %w", c.Name, err)
-	}
-	return s.start(ctx, pod, sb, c, st.Metadata.Attempt+1)
-}
-
-// restart starts a new instance of an exited container unless it is in
-// CrashLoopBackOff.
-func (s *syncer) restart(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandbox, c *v1.Container, st *runtimeapi.ContainerStatus) error {
-	key := string(pod.UID) + "/" + c.Name
-	if ok, until := s.backoff.ready(key); !ok {
-		// An error makes the pod worker retry after its backoff (10s),
-		// as the kubelet's CrashLoopBackOff does.
-		s.containerEvent(pod, c, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", c.Name, klog.KObj(pod))
-		return fmt.Errorf("%w: back-off %s restarting failed container=%s pod=%s",
-			errCrashLoopBackOff, until.Sub(s.clock.Now()).Round(time.Second), c.Name, klog.KObj(pod))
-	}
-	ran := time.Duration(st.FinishedAt - st.StartedAt)
-	s.backoff.restarted(key, ran)
-	return s.start(ctx, pod, sb, c, st.Metadata.Attempt+1)
 }
 
 func (s *syncer) start(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandbox, c *v1.Container, attempt uint32) error {
@@ -391,7 +466,7 @@ func (s *syncer) start(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandb
 		return fmt.Errorf("start container %s: %w", c.Name, err)
 	}
 	s.containerEvent(pod, c, v1.EventTypeNormal, "Started", "Container started")
-	return nil
+	return s.postStart(ctx, pod, c, id)
 }
 
 // containerConfig is the CRI config of c: its environment resolved,
@@ -426,8 +501,26 @@ func (s *syncer) containerConfig(ctx context.Context, pod *v1.Pod, sb *runtimeap
 	if hosts != nil {
 		mounts = append(mounts, hosts)
 	}
+	term, err := s.terminationMessageMount(pod, c)
+	if err != nil {
+		return nil, err
+	}
+	if term != nil {
+		mounts = append(mounts, term)
+	}
 	cfg := containerConfig(pod, c, attempt)
 	cfg.Linux.SecurityContext = s.containerSecurity(pod, c)
+	if target := ephemeralTarget(pod, c.Name); target != "" {
+		// kubectl debug --target: the process namespace of that container.
+		cs, err := s.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{PodSandboxId: sb.Id,
+			State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+			LabelSelector: map[string]string{labelContainerName: target}})
+		if err != nil || len(cs) == 0 {
+			return nil, fmt.Errorf("target container %q is not running", target)
+		}
+		cfg.Linux.SecurityContext.NamespaceOptions.Pid = runtimeapi.NamespaceMode_TARGET
+		cfg.Linux.SecurityContext.NamespaceOptions.TargetId = cs[0].Id
+	}
 	qos := pod.Status.QOSClass // as the API server set it
 	if qos == "" {
 		qos = qosClass(pod)
@@ -516,37 +609,6 @@ func (s *syncer) keyring(ctx context.Context, pod *v1.Pod, c *v1.Container) *ima
 	return k
 }
 
-func shouldRestart(pod *v1.Pod, st *runtimeapi.ContainerStatus) bool {
-	switch pod.Spec.RestartPolicy {
-	case v1.RestartPolicyNever:
-		return false
-	case v1.RestartPolicyOnFailure:
-		return st.ExitCode != 0
-	}
-	return true
-}
-
-// podDone reports whether every regular container has exited for good
-// (done), and whether the pod is then terminal (Succeeded or Failed).
-func podDone(pod *v1.Pod, rtp *podRuntime) (done, terminal bool) {
-	if pod.Spec.RestartPolicy == v1.RestartPolicyAlways || len(rtp.sandboxes) == 0 {
-		return false, false
-	}
-	for i := range pod.Spec.InitContainers {
-		st := rtp.latest(pod.Spec.InitContainers[i].Name)
-		if st != nil && st.State == runtimeapi.ContainerState_CONTAINER_EXITED && st.ExitCode != 0 && pod.Spec.RestartPolicy == v1.RestartPolicyNever {
-			return true, true
-		}
-	}
-	for i := range pod.Spec.Containers {
-		st := rtp.latest(pod.Spec.Containers[i].Name)
-		if st == nil || st.State != runtimeapi.ContainerState_CONTAINER_EXITED || shouldRestart(pod, st) {
-			return false, false
-		}
-	}
-	return true, true
-}
-
 func gracePeriod(pod *v1.Pod) int64 {
 	if pod.Spec.TerminationGracePeriodSeconds != nil {
 		return *pod.Spec.TerminationGracePeriodSeconds
@@ -555,11 +617,14 @@ func gracePeriod(pod *v1.Pod) int64 {
 }
 
 func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, grace int64, statusFn podworkers.StatusFunc) error {
-	if err := s.stopAll(ctx, pod.UID, grace); err != nil {
-		return err
-	}
 	rtp, err := inspect(ctx, s.rt, pod.UID)
 	if err != nil {
+		return err
+	}
+	if err := s.stopAll(ctx, pod, rtp, grace); err != nil {
+		return err
+	}
+	if rtp, err = inspect(ctx, s.rt, pod.UID); err != nil {
 		return err
 	}
 	s.status.write(ctx, pod, nil, rtp, statusFn)
@@ -567,40 +632,11 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, grace int6
 }
 
 func (s *syncer) SyncTerminatingRuntimePod(ctx context.Context, pod *podworkers.RuntimePod) error {
-	return s.stopAll(ctx, pod.UID, 1)
-}
-
-// stopAll stops every container of the pod (in parallel, each with the
-// grace period) and then its sandboxes.
-func (s *syncer) stopAll(ctx context.Context, uid types.UID, grace int64) error {
-	rtp, err := inspect(ctx, s.rt, uid)
+	rtp, err := inspect(ctx, s.rt, pod.UID)
 	if err != nil {
 		return err
 	}
-	var wg sync.WaitGroup
-	errs := make([]error, len(rtp.containers))
-	for i, c := range rtp.containers {
-		if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING && c.State != runtimeapi.ContainerState_CONTAINER_CREATED {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = s.rt.StopContainer(ctx, c.Id, grace)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("stop containers: %w", err)
-	}
-	for _, sb := range rtp.sandboxes {
-		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
-			if err := s.rt.StopPodSandbox(ctx, sb.Id); err != nil {
-				return fmt.Errorf("stop pod sandbox: %w", err)
-			}
-		}
-	}
-	return nil
+	return s.stopAll(ctx, nil, rtp, 1)
 }
 
 // removeSandboxes removes sandboxes and, with them, their containers.

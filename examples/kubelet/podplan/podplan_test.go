@@ -1,0 +1,195 @@
+package podplan
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+)
+
+func testPod(policy v1.RestartPolicy, inits []v1.Container, apps ...string) *v1.Pod {
+	p := &v1.Pod{Spec: v1.PodSpec{RestartPolicy: policy, InitContainers: inits}}
+	for _, a := range apps {
+		p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: a})
+	}
+	return p
+}
+
+func initC(name string) v1.Container { return v1.Container{Name: name} }
+func sidecar(name string, startupProbe bool) v1.Container {
+	c := v1.Container{Name: name, RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways)}
+	if startupProbe {
+		c.StartupProbe = &v1.Probe{}
+	}
+	return c
+}
+
+func running(id string) Container { return Container{ID: id, State: Running, Started: true} }
+func exited(id string, code int32) Container {
+	return Container{ID: id, State: Exited, ExitCode: code}
+}
+
+// summary renders a plan as short strings for table comparison.
+func summary(p Plan) []string {
+	var out []string
+	if p.KillPod {
+		out = append(out, "killpod")
+	}
+	if p.CreateSandbox {
+		out = append(out, "sandbox")
+	}
+	for _, k := range p.Kill {
+		out = append(out, "kill "+k.Name+" ("+k.Reason+")")
+	}
+	for _, s := range p.Start {
+		v := "start "
+		if s.Restart {
+			v = "restart "
+		}
+		out = append(out, v+s.Container.Name)
+	}
+	switch {
+	case p.Done && p.Failed:
+		out = append(out, "done failed")
+	case p.Done:
+		out = append(out, "done")
+	}
+	return out
+}
+
+func TestCompute(t *testing.T) {
+	always, onFailure, never := v1.RestartPolicyAlways, v1.RestartPolicyOnFailure, v1.RestartPolicyNever
+	for name, tc := range map[string]struct {
+		pod         *v1.Pod
+		sandboxes   int
+		notReady    bool
+		containers  map[string]Container
+		want        []string
+		initialized bool
+	}{
+		"new pod: sandbox first": {
+			pod: testPod(always, nil, "a"), notReady: true, want: []string{"sandbox"},
+		},
+		"sandbox died: kill and recreate": {
+			pod: testPod(always, nil, "a"), sandboxes: 1, notReady: true, containers: map[string]Container{"a": running("1")},
+			want: []string{"killpod", "sandbox"},
+		},
+		"sandbox died, Never, containers ran: finished": {
+			pod: testPod(never, nil, "a"), sandboxes: 1, notReady: true, containers: map[string]Container{"a": exited("1", 0)},
+			want: []string{"killpod", "done"},
+		},
+		"apps start together": {
+			pod: testPod(always, nil, "a", "b"), sandboxes: 1,
+			want: []string{"start a", "start b"}, initialized: true,
+		},
+		"first init container only": {
+			pod: testPod(always, []v1.Container{initC("i1"), initC("i2")}, "a"), sandboxes: 1,
+			want: []string{"start i1"},
+		},
+		"init running: wait": {
+			pod: testPod(always, []v1.Container{initC("i1"), initC("i2")}, "a"), sandboxes: 1,
+			containers: map[string]Container{"i1": running("1")},
+		},
+		"init done: next": {
+			pod: testPod(always, []v1.Container{initC("i1"), initC("i2")}, "a"), sandboxes: 1,
+			containers: map[string]Container{"i1": exited("1", 0)}, want: []string{"start i2"},
+		},
+		"inits done: apps": {
+			pod: testPod(always, []v1.Container{initC("i1")}, "a"), sandboxes: 1,
+			containers: map[string]Container{"i1": exited("1", 0)}, want: []string{"start a"}, initialized: true,
+		},
+		"init failed, OnFailure: restart it": {
+			pod: testPod(onFailure, []v1.Container{initC("i1")}, "a"), sandboxes: 1,
+			containers: map[string]Container{"i1": exited("1", 1)}, want: []string{"restart i1"},
+		},
+		"init failed, Never: pod failed": {
+			pod: testPod(never, []v1.Container{initC("i1")}, "a"), sandboxes: 1,
+			containers: map[string]Container{"i1": exited("1", 1)}, want: []string{"done failed"},
+		},
+		"sidecar starts, next waits until it started": {
+			pod: testPod(always, []v1.Container{sidecar("s", true), initC("i1")}, "a"), sandboxes: 1,
+			want: []string{"start s"},
+		},
+		"sidecar running, startup probe pending: wait": {
+			pod: testPod(always, []v1.Container{sidecar("s", true), initC("i1")}, "a"), sandboxes: 1,
+			containers: map[string]Container{"s": {ID: "1", State: Running}},
+		},
+		"sidecar started: the next init runs beside it": {
+			pod: testPod(always, []v1.Container{sidecar("s", false), initC("i1")}, "a"), sandboxes: 1,
+			containers: map[string]Container{"s": running("1")}, want: []string{"start i1"},
+		},
+		"sidecar and init done: apps, sidecar keeps running": {
+			pod: testPod(never, []v1.Container{sidecar("s", false), initC("i1")}, "a"), sandboxes: 1,
+			containers: map[string]Container{"s": running("1"), "i1": exited("2", 0)}, want: []string{"start a"}, initialized: true,
+		},
+		"sidecar exited: restarted whatever the pod's policy": {
+			pod: testPod(never, []v1.Container{sidecar("s", false)}, "a"), sandboxes: 1,
+			containers: map[string]Container{"s": exited("1", 0), "a": running("2")}, want: []string{"restart s"}, initialized: true,
+		},
+		"sidecar liveness failed: killed and restarted": {
+			pod: testPod(never, []v1.Container{sidecar("s", false)}, "a"), sandboxes: 1,
+			containers: map[string]Container{"s": {ID: "1", State: Running, Started: true, LivenessFailed: true}, "a": running("2")},
+			want:       []string{"kill s (failed liveness probe)", "restart s"}, initialized: true,
+		},
+		"apps finished, sidecar running: pod done": {
+			pod: testPod(never, []v1.Container{sidecar("s", false)}, "a"), sandboxes: 1,
+			containers: map[string]Container{"s": running("1"), "a": exited("2", 0)}, want: []string{"done"}, initialized: true,
+		},
+		"apps finished while sidecar exited: no restart, done": {
+			pod: testPod(onFailure, []v1.Container{sidecar("s", false)}, "a"), sandboxes: 1,
+			containers: map[string]Container{"s": exited("1", 137), "a": exited("2", 0)}, want: []string{"done"}, initialized: true,
+		},
+		"Always: exited app restarts": {
+			pod: testPod(always, nil, "a"), sandboxes: 1, containers: map[string]Container{"a": exited("1", 0)},
+			want: []string{"restart a"}, initialized: true,
+		},
+		"OnFailure: success is final, failure restarts": {
+			pod: testPod(onFailure, nil, "a", "b"), sandboxes: 1, containers: map[string]Container{"a": exited("1", 0), "b": exited("2", 3)},
+			want: []string{"restart b"}, initialized: true,
+		},
+		"Never: one failed": {
+			pod: testPod(never, nil, "a", "b"), sandboxes: 1, containers: map[string]Container{"a": exited("1", 0), "b": exited("2", 3)},
+			want: []string{"done failed"}, initialized: true,
+		},
+		"Never: liveness failure kills without restart": {
+			pod: testPod(never, nil, "a"), sandboxes: 1, containers: map[string]Container{"a": {ID: "1", State: Running, LivenessFailed: true}},
+			want: []string{"kill a (failed liveness probe)"}, initialized: true,
+		},
+		"startup probe failure restarts": {
+			pod: testPod(always, nil, "a"), sandboxes: 1, containers: map[string]Container{"a": {ID: "1", State: Running, StartupFailed: true}},
+			want: []string{"kill a (failed startup probe)", "restart a"}, initialized: true,
+		},
+		"spec changed: restart even with Never": {
+			pod: testPod(never, nil, "a"), sandboxes: 1, containers: map[string]Container{"a": {ID: "1", State: Running, Hash: "old"}},
+			want: []string{"kill a (definition changed)", "restart a"}, initialized: true,
+		},
+		"initialized earlier: a removed init container is not rerun": {
+			pod: testPod(always, []v1.Container{initC("i1")}, "a"), sandboxes: 1, containers: map[string]Container{"a": running("2")},
+			initialized: true,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := Input{Pod: tc.pod, Sandboxes: tc.sandboxes, SandboxReady: !tc.notReady && tc.sandboxes > 0, Containers: tc.containers,
+				Hash: func(*v1.Container) string { return "new" }}
+			if in.Containers == nil {
+				in.Containers = map[string]Container{}
+			}
+			p := Compute(in)
+			assert.Equal(t, tc.want, summary(p))
+			if !tc.notReady {
+				assert.Equal(t, tc.initialized, p.Initialized, "initialized")
+			}
+		})
+	}
+}
+
+func TestEphemeralStartedOnce(t *testing.T) {
+	pod := testPod(v1.RestartPolicyAlways, nil, "a")
+	pod.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debug"}}}
+	in := Input{Pod: pod, Sandboxes: 1, SandboxReady: true, Containers: map[string]Container{"a": running("1")}}
+	assert.Equal(t, []string{"start debug"}, summary(Compute(in)))
+	assert.Equal(t, Ephemeral, Compute(in).Start[0].Kind)
+	in.Containers["debug"] = exited("2", 1)
+	assert.Empty(t, summary(Compute(in)), "never restarted")
+}
