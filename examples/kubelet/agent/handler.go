@@ -93,15 +93,26 @@ func (a *Agent) HandlePodRemoves(ctx context.Context, pods []*v1.Pod) {
 	}
 }
 
-// HandlePodReconcile records status changes made at the source.
-func (a *Agent) HandlePodReconcile(_ context.Context, pods []*v1.Pod) {
+// HandlePodReconcile records status changes made at the source; a pod
+// with readiness gates is synced, since a gate's condition may have
+// changed its readiness.
+func (a *Agent) HandlePodReconcile(ctx context.Context, pods []*v1.Pod) {
 	for _, pod := range pods {
 		if isMirror(pod) {
 			a.setMirror(pod)
-		} else {
-			a.storePod(pod)
+			continue
+		}
+		a.storePod(pod)
+		if len(pod.Spec.ReadinessGates) > 0 && !a.rejectedPod(pod.UID) {
+			a.update(ctx, podworkers.UpdateSync, pod)
 		}
 	}
+}
+
+func (a *Agent) rejectedPod(uid types.UID) bool {
+	a.pods.mu.Lock()
+	defer a.pods.mu.Unlock()
+	return a.pods.rejected[uid]
 }
 
 // HandlePodSyncs sends a sync to each pod's worker.

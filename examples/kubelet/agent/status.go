@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -244,15 +245,17 @@ func (w *statusWriter) build(pod *v1.Pod, rtp *podRuntime, old *v1.PodStatus) v1
 	if w.probeStatus != nil {
 		w.probeStatus(pod, &s)
 	}
-	initialized := true
+	var incomplete []string
 	for i, cs := range s.InitContainerStatuses {
+		done := cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 		if podplan.IsSidecar(&pod.Spec.InitContainers[i]) {
-			initialized = initialized && cs.Started != nil && *cs.Started
-		} else {
-			initialized = initialized && cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+			done = cs.Started != nil && *cs.Started
+		}
+		if !done {
+			incomplete = append(incomplete, cs.Name)
 		}
 	}
-	initialized = initialized || appsRan
+	initialized := len(incomplete) == 0 || appsRan
 	if !initialized {
 		for i := range s.ContainerStatuses {
 			if wt := s.ContainerStatuses[i].State.Waiting; wt != nil && wt.Reason == "ContainerCreating" {
@@ -261,26 +264,89 @@ func (w *statusWriter) build(pod *v1.Pod, rtp *podRuntime, old *v1.PodStatus) v1
 		}
 	}
 	s.Phase = podPhase(pod, &s, initialized)
-	// Ready: every app container and every sidecar is ready.
-	allReady := len(s.ContainerStatuses) > 0
-	for _, cs := range s.ContainerStatuses {
-		allReady = allReady && cs.Ready
+	s.ObservedGeneration = pod.Generation
+	s.Conditions = podConditions(pod, &s, old, now, rtp.readySandbox() != nil, initialized, incomplete)
+	return s
+}
+
+// podConditions are the conditions the kubelet owns, with its reasons and
+// messages, followed by every other condition of the pod as found (set by
+// others: readiness gates, DisruptionTarget, ...).
+func podConditions(pod *v1.Pod, s, old *v1.PodStatus, now metav1.Time, sandboxReady, initialized bool, incomplete []string) []v1.PodCondition {
+	initCond := v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue}
+	switch {
+	case s.Phase == v1.PodSucceeded:
+		initCond.Reason = "PodCompleted"
+	case !initialized:
+		initCond.Status, initCond.Reason = v1.ConditionFalse, "ContainersNotInitialized"
+		initCond.Message = fmt.Sprintf("containers with incomplete status: %v", incomplete)
 	}
+	// Containers ready: every app container and every sidecar.
+	var unready []string
 	for i, cs := range s.InitContainerStatuses {
-		if podplan.IsSidecar(&pod.Spec.InitContainers[i]) {
-			allReady = allReady && cs.Ready
+		if podplan.IsSidecar(&pod.Spec.InitContainers[i]) && !cs.Ready {
+			unready = append(unready, cs.Name)
 		}
 	}
-	if s.Phase == v1.PodSucceeded || s.Phase == v1.PodFailed {
-		allReady = false
+	for _, cs := range s.ContainerStatuses {
+		if !cs.Ready {
+			unready = append(unready, cs.Name)
+		}
 	}
-	s.Conditions = conditions(old, now,
-		condition(v1.PodReadyToStartContainers, rtp.readySandbox() != nil, ""),
-		condition(v1.PodInitialized, initialized, "ContainersNotInitialized"),
-		condition(v1.ContainersReady, allReady, "ContainersNotReady"),
-		condition(v1.PodReady, allReady, "ContainersNotReady"),
-		condition(v1.PodScheduled, true, ""))
-	return s
+	ready := v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionTrue}
+	switch {
+	case s.Phase == v1.PodSucceeded:
+		ready.Status, ready.Reason = v1.ConditionFalse, "PodCompleted"
+	case s.Phase == v1.PodFailed:
+		ready.Status, ready.Reason = v1.ConditionFalse, "PodFailed"
+	case len(unready) > 0:
+		ready.Status, ready.Reason = v1.ConditionFalse, "ContainersNotReady"
+		ready.Message = fmt.Sprintf("containers with unready status: %v", unready)
+	}
+	podReady := ready
+	podReady.Type = v1.PodReady
+	if ready.Status == v1.ConditionTrue {
+		var gates []string
+		for _, g := range pod.Spec.ReadinessGates {
+			c := findCondition(pod.Status.Conditions, g.ConditionType)
+			switch {
+			case c == nil:
+				gates = append(gates, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", string(g.ConditionType)))
+			case c.Status != v1.ConditionTrue:
+				gates = append(gates, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", string(g.ConditionType), c.Status))
+			}
+		}
+		if len(gates) > 0 {
+			podReady.Status, podReady.Reason, podReady.Message = v1.ConditionFalse, "ReadinessGatesNotReady", strings.Join(gates, ", ")
+		}
+	}
+	sandbox := condition(v1.PodReadyToStartContainers, sandboxReady, "")
+	scheduled := v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue}
+	if c := findCondition(pod.Status.Conditions, v1.PodScheduled); c != nil {
+		scheduled = *c // the scheduler's, as found
+	}
+	out := conditions(old, now, sandbox, initCond, ready, podReady)
+	for i := range out {
+		out[i].ObservedGeneration = pod.Generation
+	}
+	out = append(out, scheduled)
+	for _, c := range pod.Status.Conditions {
+		switch c.Type {
+		case v1.PodReadyToStartContainers, v1.PodInitialized, v1.ContainersReady, v1.PodReady, v1.PodScheduled:
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func findCondition(cs []v1.PodCondition, t v1.PodConditionType) *v1.PodCondition {
+	for i := range cs {
+		if cs[i].Type == t {
+			return &cs[i]
+		}
+	}
+	return nil
 }
 
 func condition(t v1.PodConditionType, ok bool, reason string) v1.PodCondition {

@@ -1,0 +1,48 @@
+package agent
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestPodConditions(t *testing.T) {
+	now := metav1.NewTime(time.Unix(100, 0))
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Generation: 3}, Spec: v1.PodSpec{
+		InitContainers: []v1.Container{{Name: "init1"}, {Name: "init2"}},
+		Containers:     []v1.Container{{Name: "app"}},
+		ReadinessGates: []v1.PodReadinessGate{{ConditionType: "example.com/gate"}},
+	}, Status: v1.PodStatus{Conditions: []v1.PodCondition{{Type: "example.com/gate", Status: v1.ConditionFalse}}}}
+	byType := func(cs []v1.PodCondition) map[v1.PodConditionType]v1.PodCondition {
+		m := map[v1.PodConditionType]v1.PodCondition{}
+		for _, c := range cs {
+			m[c.Type] = c
+		}
+		return m
+	}
+
+	s := &v1.PodStatus{Phase: v1.PodFailed, ContainerStatuses: []v1.ContainerStatus{{Name: "app"}}}
+	got := byType(podConditions(pod, s, &v1.PodStatus{}, now, false, false, []string{"init2"}))
+	assert.Equal(t, "containers with incomplete status: [init2]", got[v1.PodInitialized].Message)
+	assert.Equal(t, "ContainersNotInitialized", got[v1.PodInitialized].Reason)
+	assert.Equal(t, "PodFailed", got[v1.ContainersReady].Reason)
+	assert.Equal(t, int64(3), got[v1.PodReady].ObservedGeneration)
+	assert.Equal(t, v1.ConditionFalse, got["example.com/gate"].Status, "conditions of others are kept")
+
+	s = &v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{{Name: "app", Ready: true}}}
+	got = byType(podConditions(pod, s, &v1.PodStatus{}, now, true, true, nil))
+	assert.Equal(t, v1.ConditionTrue, got[v1.ContainersReady].Status)
+	assert.Equal(t, v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: "ReadinessGatesNotReady",
+		Message: `the status of pod readiness gate "example.com/gate" is not "True", but False`, LastTransitionTime: now, ObservedGeneration: 3},
+		got[v1.PodReady])
+	pod.Status.Conditions[0].Status = v1.ConditionTrue
+	got = byType(podConditions(pod, s, &v1.PodStatus{}, now, true, true, nil))
+	assert.Equal(t, v1.ConditionTrue, got[v1.PodReady].Status)
+
+	s.ContainerStatuses[0].Ready = false
+	got = byType(podConditions(pod, s, &v1.PodStatus{}, now, true, true, nil))
+	assert.Equal(t, "containers with unready status: [app]", got[v1.PodReady].Message)
+}
