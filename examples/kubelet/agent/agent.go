@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -232,6 +233,9 @@ func (a *Agent) build(ctx context.Context) error {
 	if a.sim != nil {
 		a.syncer.beforeCreate = simScripter(a.sim)
 	}
+	if a.client != nil {
+		a.syncer.runtimeHandler = a.runtimeHandler
+	}
 	if a.workers, err = podworkers.New(podworkers.Config{Syncer: a.syncer, StatusBarrier: a.pleg.Cache().WaitNewerThan,
 		Clock: a.opts.Clock, Recorder: a.recorder, Registerer: a.registry}); err != nil {
 		return err
@@ -334,6 +338,16 @@ func (a *Agent) allocatable() v1.ResourceList {
 		}
 	}
 	return nil
+}
+
+// runtimeHandler reads a RuntimeClass (the node identity may) and returns
+// its CRI handler.
+func (a *Agent) runtimeHandler(ctx context.Context, name string) (string, error) {
+	rc, err := a.client.NodeV1().RuntimeClasses().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("runtime class %q: %w", name, err)
+	}
+	return rc.Handler, nil
 }
 
 // probeState is the prober's view of a running container (CRI ID): has

@@ -399,7 +399,7 @@ func (w *statusWriter) containerStatus(pod *v1.Pod, c *v1.Container, rtp *podRun
 			if hasFailed {
 				cs.LastTerminationState = v1.ContainerState{Terminated: t}
 				cs.State = v1.ContainerState{Waiting: &failed}
-			} else if ok, _ := w.backoff.ready(string(pod.UID) + "/" + c.Name); !ok {
+			} else if ok, _ := w.backoff.ready(backoffKey(pod, c)); !ok {
 				cs.LastTerminationState = v1.ContainerState{Terminated: t}
 				cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
 					Message: fmt.Sprintf("back-off restarting failed container %s in pod %s", c.Name, klog.KObj(pod))}}

@@ -120,6 +120,8 @@ type syncer struct {
 	maskedPaths []string
 	// seccompRoot holds Localhost seccomp profiles (<root-dir>/seccomp).
 	seccompRoot string
+	// runtimeHandler resolves a RuntimeClass name to its CRI handler.
+	runtimeHandler func(ctx context.Context, runtimeClass string) (string, error)
 	// memoryCapacity is the node's memory, for OOM score adjustment.
 	memoryCapacity func() int64
 }
@@ -337,7 +339,7 @@ func (s *syncer) execute(ctx context.Context, pod *v1.Pod, rtp *podRuntime, plan
 		c := specOf(pod, k.Name)
 		klog.FromContext(ctx).Info("Restarting container", "pod", klog.KObj(pod), "container", k.Name, "reason", k.Reason)
 		s.containerEvent(pod, c, v1.EventTypeNormal, "Killing", "Container %s %s, will be restarted", k.Name, k.Reason)
-		if err := s.killContainer(ctx, pod, c, k.ID, gracePeriod(pod)); err != nil {
+		if err := s.killContainer(ctx, pod, c, k.ID, killGrace(pod, c, k.Reason)); err != nil {
 			return fmt.Errorf("stop container %s: %w", k.Name, err)
 		}
 		killed[k.Name] = true
@@ -371,7 +373,7 @@ func (s *syncer) execute(ctx context.Context, pod *v1.Pod, rtp *podRuntime, plan
 // crashBackoff holds back the restart of an exited container while its
 // CrashLoopBackOff lasts, and records the restart otherwise.
 func (s *syncer) crashBackoff(pod *v1.Pod, c *v1.Container, last *runtimeapi.ContainerStatus) error {
-	key := string(pod.UID) + "/" + c.Name
+	key := backoffKey(pod, c)
 	if ok, until := s.backoff.ready(key); !ok {
 		// An error makes the pod worker retry after its backoff (10s),
 		// as the kubelet's CrashLoopBackOff does.
@@ -383,6 +385,23 @@ func (s *syncer) crashBackoff(pod *v1.Pod, c *v1.Container, last *runtimeapi.Con
 	return nil
 }
 
+// killGrace is the grace period of a container killed for reason: a
+// failed probe's own terminationGracePeriodSeconds when it sets one, else
+// the pod's.
+func killGrace(pod *v1.Pod, c *v1.Container, reason string) int64 {
+	var p *v1.Probe
+	switch reason {
+	case podplan.ReasonLiveness:
+		p = c.LivenessProbe
+	case podplan.ReasonStartup:
+		p = c.StartupProbe
+	}
+	if p != nil && p.TerminationGracePeriodSeconds != nil {
+		return *p.TerminationGracePeriodSeconds
+	}
+	return gracePeriod(pod)
+}
+
 // ephemeralTarget is the targetContainerName of the named ephemeral
 // container; "" for other containers.
 func ephemeralTarget(pod *v1.Pod, name string) string {
@@ -392,6 +411,13 @@ func ephemeralTarget(pod *v1.Pod, name string) string {
 		}
 	}
 	return ""
+}
+
+// backoffKey keys a container's CrashLoopBackOff: pod, name and spec
+// hash, so that a changed spec (a new image) starts without the old delay,
+// as the kubelet's.
+func backoffKey(pod *v1.Pod, c *v1.Container) string {
+	return string(pod.UID) + "/" + c.Name + "/" + containerHash(c)
 }
 
 // specOf finds a container of the pod by name: app, init or ephemeral.
@@ -423,7 +449,19 @@ func (s *syncer) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32)
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return fmt.Errorf("pod log directory: %w", err)
 	}
-	id, err := s.rt.RunPodSandbox(ctx, cfg, "")
+	handler := ""
+	if pod.Spec.RuntimeClassName != nil && *pod.Spec.RuntimeClassName != "" {
+		if s.runtimeHandler == nil {
+			err = fmt.Errorf("runtime class %q: no RuntimeClass lookup on this agent", *pod.Spec.RuntimeClassName)
+		} else {
+			handler, err = s.runtimeHandler(ctx, *pod.Spec.RuntimeClassName)
+		}
+		if err != nil {
+			s.event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+			return fmt.Errorf("create pod sandbox: %w", err)
+		}
+	}
+	id, err := s.rt.RunPodSandbox(ctx, cfg, handler)
 	if err != nil {
 		s.event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		return fmt.Errorf("create pod sandbox: %w", err)

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodekit/nodekit/examples/kubelet/podplan"
 )
 
 func TestTerminationMessage(t *testing.T) {
@@ -78,4 +80,12 @@ func TestResolvePort(t *testing.T) {
 	assert.Equal(t, 80, got)
 	_, err = resolvePort(intstr.FromString("nope"), c)
 	assert.Error(t, err)
+}
+
+func TestKillGrace(t *testing.T) {
+	pod := &v1.Pod{Spec: v1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](600)}}
+	c := &v1.Container{LivenessProbe: &v1.Probe{TerminationGracePeriodSeconds: ptr.To[int64](10)}, StartupProbe: &v1.Probe{}}
+	assert.Equal(t, int64(10), killGrace(pod, c, podplan.ReasonLiveness), "the probe's own grace")
+	assert.Equal(t, int64(600), killGrace(pod, c, podplan.ReasonStartup), "no probe grace: the pod's")
+	assert.Equal(t, int64(600), killGrace(pod, c, podplan.ReasonChanged))
 }

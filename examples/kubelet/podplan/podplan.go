@@ -226,7 +226,7 @@ func appActions(in Input, p *Plan) {
 				continue
 			}
 			p.Kill = append(p.Kill, Kill{Name: c.Name, ID: st.ID, Kind: App, Reason: reason})
-			if pod.Spec.RestartPolicy != v1.RestartPolicyNever || reason == reasonChanged {
+			if pod.Spec.RestartPolicy != v1.RestartPolicyNever || reason == ReasonChanged {
 				p.Start = append(p.Start, Start{Container: c, Kind: App, Restart: true})
 			}
 		case st.State == Exited:
@@ -246,21 +246,21 @@ func appActions(in Input, p *Plan) {
 	}
 }
 
-// The kubelet's reasons for killing a running container.
+// The kubelet's reasons for killing a running container (Kill.Reason).
 const (
-	reasonChanged  = "definition changed"
-	reasonLiveness = "failed liveness probe"
-	reasonStartup  = "failed startup probe"
+	ReasonChanged  = "definition changed"
+	ReasonLiveness = "failed liveness probe"
+	ReasonStartup  = "failed startup probe"
 )
 
 func restartReason(in Input, c *v1.Container, st Container) string {
 	switch {
 	case in.Hash != nil && st.Hash != "" && st.Hash != in.Hash(c):
-		return reasonChanged
+		return ReasonChanged
 	case st.LivenessFailed:
-		return reasonLiveness
+		return ReasonLiveness
 	case st.StartupFailed:
-		return reasonStartup
+		return ReasonStartup
 	}
 	return ""
 }

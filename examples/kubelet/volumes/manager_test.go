@@ -414,3 +414,14 @@ func TestTearDownLeavesForeignMounts(t *testing.T) {
 	assert.DirExists(t, foreign, "nothing deleted through it")
 	assert.Contains(t, e.mounter.points, foreign, "and not unmounted")
 }
+
+func TestSubPathKeepsRootModeBits(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.Chmod(root, os.ModeSticky|os.ModeSetgid|0o777))
+	require.NoError(t, makeSubPath(root, "a/b"))
+	for _, d := range []string{"a", "a/b"} {
+		info, err := os.Stat(filepath.Join(root, d))
+		require.NoError(t, err)
+		assert.Equal(t, os.ModeSticky|os.ModeSetgid|0o777, info.Mode()&(os.ModeSticky|os.ModeSetgid|os.ModePerm), d)
+	}
+}

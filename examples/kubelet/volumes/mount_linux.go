@@ -101,6 +101,9 @@ func mkdirNoFollow(root, rel string, mode os.FileMode) error {
 	if mode&os.ModeSetgid != 0 {
 		perm |= unix.S_ISGID
 	}
+	if mode&os.ModeSticky != 0 {
+		perm |= unix.S_ISVTX // a tmpfs root's 1777 carries over, as the kubelet's
+	}
 	for _, part := range splitPath(rel) {
 		created := false
 		err := unix.Mkdirat(fd, part, perm&0o777)

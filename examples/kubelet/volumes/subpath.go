@@ -68,7 +68,7 @@ func makeSubPath(root, sub string) error {
 	if err != nil {
 		return err
 	}
-	mode := info.Mode() & (os.ModePerm | os.ModeSetgid)
+	mode := info.Mode() & (os.ModePerm | os.ModeSetgid | os.ModeSticky)
 	parts := splitPath(sub)
 	existing := 0
 	for existing < len(parts) {
