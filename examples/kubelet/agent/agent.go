@@ -217,12 +217,15 @@ func (a *Agent) build(ctx context.Context) error {
 		a.informers = informers.NewSharedInformerFactory(a.client, 0)
 		a.services = a.informers.Core().V1().Services().Informer()
 	}
-	if a.volumes, err = volumes.New(volumes.Config{RootDir: a.opts.RootDir, Objects: objs, Client: a.client,
-		Allocatable: a.allocatable, Mounter: mounter, Recorder: a.recorder, Clock: a.opts.Clock}); err != nil {
-		return err
-	}
 	puller, err := images.New(images.Config{Images: a.images, Clock: a.opts.Clock})
 	if err != nil {
+		return err
+	}
+	if a.volumes, err = volumes.New(volumes.Config{RootDir: a.opts.RootDir, Objects: objs, Client: a.client,
+		Allocatable: a.allocatable, Mounter: mounter, Recorder: a.recorder, Clock: a.opts.Clock,
+		Images: func(ctx context.Context, pod *v1.Pod, src *v1.ImageVolumeSource) (string, error) {
+			return a.syncer.imageVolume(ctx, pod, src)
+		}}); err != nil {
 		return err
 	}
 	a.syncer = &syncer{rt: a.rt, images: a.images, puller: puller, clock: a.opts.Clock, backoff: backoff, status: a.status,

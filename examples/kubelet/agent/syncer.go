@@ -616,6 +616,22 @@ func (s *syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	return nil
 }
 
+// imageVolume makes an image volume's image present, as its pull policy
+// says, with the pod's pull secrets; events go to the pod.
+func (s *syncer) imageVolume(ctx context.Context, pod *v1.Pod, src *v1.ImageVolumeSource) (string, error) {
+	policy := src.PullPolicy
+	if policy == "" {
+		policy = v1.PullIfNotPresent
+		if strings.HasSuffix(src.Reference, ":latest") || !strings.Contains(src.Reference[strings.LastIndex(src.Reference, "/")+1:], ":") {
+			policy = v1.PullAlways // no tag or :latest, as the API's default
+		}
+	}
+	c := &v1.Container{Name: "image-volume", Image: src.Reference, ImagePullPolicy: policy}
+	sandbox := sandboxConfig(pod, 0, s.logsDir)
+	req := images.Request{Pod: pod, Container: c, Keyring: s.keyring(ctx, pod, c), Sandbox: sandbox}
+	return s.puller.Ensure(ctx, req, func(e images.Event) { s.event(pod, e.Type, e.Reason, "%s", e.Message) })
+}
+
 // keyring reads the pod's image pull secrets (the service account's are
 // in the pod's spec already, put there at admission by the API server).
 // A secret that cannot be read is reported and skipped: the pull may

@@ -22,8 +22,10 @@
 //
 // Supported sources: emptyDir (disk, or tmpfs sized like the kubelet's),
 // hostPath (every type check), configMap, secret, downwardAPI, and
-// projected (configMap, secret, downwardAPI and serviceAccountToken).
-// Every other source (persistentVolumeClaim, csi, ephemeral, image, the
+// projected (configMap, secret, downwardAPI and serviceAccountToken), and
+// image volumes when Config.Images is set (pulled by the caller, mounted
+// read-only by the runtime through the CRI mount's image field).
+// Every other source (persistentVolumeClaim, csi, ephemeral, the
 // network filesystems, clusterTrustBundle and podCertificate projections)
 // fails to mount with a message that says so.
 //

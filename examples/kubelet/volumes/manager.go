@@ -45,12 +45,18 @@ type Config struct {
 	// Clock drives the object watches, token refresh and the atomic
 	// writer's names. Default the real clock.
 	Clock clock.Clock
+	// Images makes an image volume's image present (as its pull policy
+	// says, with the pod's pull secrets) and returns the runtime's
+	// reference to it, which containers mount read-only through the
+	// CRI. nil: image volumes fail to mount.
+	Images func(ctx context.Context, pod *v1.Pod, src *v1.ImageVolumeSource) (string, error)
 }
 
 // Manager sets up, refreshes and tears down the volumes of the pods a node
 // runs: emptyDir (disk or tmpfs), hostPath (with type checks), configMap,
-// secret, downwardAPI and projected (with service account tokens).
-// Everything else is refused with a FailedMount event rather than started
+// secret, downwardAPI, projected (with service account tokens) and image
+// volumes (mounted by the runtime, given Config.Images). Everything else
+// is refused with a FailedMount event rather than started
 // without the volume.
 type Manager struct {
 	cfg    Config
@@ -60,6 +66,9 @@ type Manager struct {
 	// ready holds, for each pod set up since start, the volumes set up
 	// at least once: a later refresh failure of one of those only warns.
 	ready map[types.UID]map[string]bool
+	// images holds the runtime's reference of each image volume, by pod
+	// and volume name.
+	images map[types.UID]map[string]string
 }
 
 // New checks cfg and returns a Manager. Call Stop when done.
@@ -90,7 +99,7 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Allocatable == nil {
 		cfg.Allocatable = func() v1.ResourceList { return nil }
 	}
-	return &Manager{cfg: cfg, ready: map[types.UID]map[string]bool{}, tokens: newTokenCache(cfg.Client, cfg.Clock)}, nil
+	return &Manager{cfg: cfg, ready: map[types.UID]map[string]bool{}, images: map[types.UID]map[string]string{}, tokens: newTokenCache(cfg.Client, cfg.Clock)}, nil
 }
 
 // Objects reads configMaps and secrets; objects.Cache is one.
@@ -186,6 +195,18 @@ func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, v *v1.Volume) error {
 		return m.setUpEmptyDir(pod, v.EmptyDir, dir)
 	case v.HostPath != nil:
 		return checkHostPath(v.HostPath)
+	case v.Image != nil && m.cfg.Images != nil:
+		ref, err := m.cfg.Images(ctx, pod, v.Image)
+		if err != nil {
+			return err
+		}
+		m.mu.Lock()
+		if m.images[pod.UID] == nil {
+			m.images[pod.UID] = map[string]string{}
+		}
+		m.images[pod.UID][v.Name] = ref
+		m.mu.Unlock()
+		return nil
 	case v.ConfigMap != nil, v.Secret != nil, v.DownwardAPI != nil, v.Projected != nil:
 		payload, err := m.payload(ctx, pod, v)
 		if err != nil {
@@ -456,6 +477,7 @@ func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
 	}
 	m.mu.Lock()
 	delete(m.ready, uid)
+	delete(m.images, uid)
 	m.mu.Unlock()
 	klog.FromContext(ctx).V(3).Info("Pod volumes torn down", "podUID", uid)
 	return nil

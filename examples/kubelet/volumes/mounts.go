@@ -32,6 +32,18 @@ func (m *Manager) ContainerMounts(ctx context.Context, pod *v1.Pod, c *v1.Contai
 				return nil, err
 			}
 		}
+		if v.Image != nil {
+			m.mu.Lock()
+			ref, ok := m.images[pod.UID][v.Name]
+			m.mu.Unlock()
+			if !ok {
+				return nil, fmt.Errorf("image volume %q of container %q is not set up", vm.Name, c.Name)
+			}
+			// The runtime mounts the image itself, always read-only.
+			out = append(out, &runtimeapi.Mount{ContainerPath: vm.MountPath, Readonly: true, ImageSubPath: sub,
+				Image: &runtimeapi.ImageSpec{Image: ref, UserSpecifiedImage: v.Image.Reference}})
+			continue
+		}
 		if sub != "" {
 			var err error
 			if host, err = m.subPathMount(ctx, pod, vm.Name, host, sub, c.Name, i); err != nil {
