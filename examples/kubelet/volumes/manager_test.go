@@ -425,3 +425,30 @@ func TestSubPathKeepsRootModeBits(t *testing.T) {
 		assert.Equal(t, os.ModeSticky|os.ModeSetgid|0o777, info.Mode()&(os.ModeSticky|os.ModeSetgid|os.ModePerm), d)
 	}
 }
+
+func TestImageVolumes(t *testing.T) {
+	pod := testPod(v1.Volume{Name: "img", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "example.com/data:1"}}})
+	c := &v1.Container{Name: "c", VolumeMounts: []v1.VolumeMount{{Name: "img", MountPath: "/data", SubPath: "dir"}}}
+	ctx := context.Background()
+
+	m, err := New(Config{RootDir: t.TempDir(), Mounter: &fakeMounter{}})
+	require.NoError(t, err)
+	assert.ErrorContains(t, m.SetUpPod(ctx, pod), "volume type image is not supported", "no image service: fails loudly")
+
+	var pulled []string
+	m, err = New(Config{RootDir: t.TempDir(), Mounter: &fakeMounter{}, Images: func(_ context.Context, _ *v1.Pod, src *v1.ImageVolumeSource) (string, error) {
+		pulled = append(pulled, src.Reference)
+		return "sha256:abc", nil
+	}})
+	require.NoError(t, err)
+	require.NoError(t, m.SetUpPod(ctx, pod))
+	assert.Equal(t, []string{"example.com/data:1"}, pulled)
+	ms, err := m.ContainerMounts(ctx, pod, c, nil)
+	require.NoError(t, err)
+	require.Len(t, ms, 1)
+	assert.Equal(t, &runtimeapi.Mount{ContainerPath: "/data", Readonly: true, ImageSubPath: "dir",
+		Image: &runtimeapi.ImageSpec{Image: "sha256:abc", UserSpecifiedImage: "example.com/data:1"}}, ms[0])
+	require.NoError(t, m.TearDownPod(ctx, pod.UID))
+	_, err = m.ContainerMounts(ctx, pod, c, nil)
+	assert.Error(t, err, "forgotten with the pod")
+}
