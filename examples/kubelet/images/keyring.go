@@ -90,7 +90,10 @@ func (k *Keyring) add(loc string, e dockerEntry) error {
 	if p != "" && p != "/" {
 		key += p
 	}
-	k.entries[key] = append(k.entries[key], &runtimeapi.AuthConfig{Username: e.Username, Password: e.Password, ServerAddress: u.Host})
+	// No ServerAddress, as the kubelet: containerd ignores credentials
+	// whose address does not parse as a URL of the registry host, and
+	// "host:port" does not.
+	k.entries[key] = append(k.entries[key], &runtimeapi.AuthConfig{Username: e.Username, Password: e.Password})
 	return nil
 }
 
