@@ -165,6 +165,10 @@ func containerConfig(pod *v1.Pod, c *v1.Container, attempt uint32) *runtimeapi.C
 			labelContainerName: c.Name},
 		Annotations: map[string]string{annotationHash: containerHash(c)},
 		LogPath:     c.Name + "/" + strconv.Itoa(int(attempt)) + ".log",
+		WorkingDir:  c.WorkingDir,
+		Stdin:       c.Stdin,
+		StdinOnce:   c.StdinOnce,
+		Tty:         c.TTY,
 		Linux:       &runtimeapi.LinuxContainerConfig{},
 	}
 }

@@ -46,3 +46,12 @@ func TestPodConditions(t *testing.T) {
 	got = byType(podConditions(pod, s, &v1.PodStatus{}, now, true, true, nil))
 	assert.Equal(t, "containers with unready status: [app]", got[v1.PodReady].Message)
 }
+
+func TestContainerConfigCarriesSpecFields(t *testing.T) {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"}}
+	c := &v1.Container{Name: "c", Image: "busybox", WorkingDir: "/work", Stdin: true, StdinOnce: true, TTY: true}
+	cfg := containerConfig(pod, c, 2)
+	assert.Equal(t, "/work", cfg.WorkingDir)
+	assert.True(t, cfg.Stdin && cfg.StdinOnce && cfg.Tty, "kubectl run -i/-t and attach need them")
+	assert.Equal(t, "c/2.log", cfg.LogPath)
+}
