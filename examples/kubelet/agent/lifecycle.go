@@ -42,6 +42,7 @@ func (s *syncer) runHook(ctx context.Context, pod *v1.Pod, c *v1.Container, id s
 	case h.Exec != nil:
 		stdout, stderr, err := s.rt.ExecSync(ctx, id, h.Exec.Command, timeout)
 		if err != nil {
+			//lint:ignore ST1005 the kubelet's wording, which logs and tests match
 			return fmt.Errorf("Exec lifecycle hook (%v) for Container %q in Pod %q failed - error: %v, message: %q",
 				h.Exec.Command, c.Name, klog.KObj(pod), err, string(stdout)+string(stderr))
 		}
@@ -58,6 +59,7 @@ func (s *syncer) runHook(ctx context.Context, pod *v1.Pod, c *v1.Container, id s
 		case <-t.C():
 			return nil
 		case <-ctx.Done():
+			//lint:ignore ST1005 the kubelet's wording, which logs and tests match
 			return fmt.Errorf("Sleep lifecycle hook (%d) for Container %q in Pod %q failed - error: %v", h.Sleep.Seconds, c.Name, klog.KObj(pod), ctx.Err())
 		}
 	}
