@@ -33,6 +33,7 @@ type Error struct {
 	Message string
 }
 
+// Error is the reason and the message.
 func (e *Error) Error() string { return e.Reason + ": " + e.Message }
 
 // Event is what Ensure reports along the way, for the caller to record
