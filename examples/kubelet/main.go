@@ -80,6 +80,12 @@ func run() error {
 	fs.StringVar(&opts.ResolvConf, "resolv-conf", "", `node resolver file for dnsPolicy Default (default /etc/resolv.conf with a real runtime; "-" for none)`)
 	fs.StringVar(&opts.RootDir, "root-dir", "", "directory of pod volumes and state (default /var/lib/kubelet with a real runtime)")
 	fs.StringVar(&opts.PodLogsDir, "pod-logs-dir", "", "root of container logs (default /var/log/pods with a real runtime)")
+	cgroupsPerQOS := true
+	fs.BoolVar(&cgroupsPerQOS, "cgroups-per-qos", true, "keep the pod cgroup tree: kubepods/{burstable,besteffort}/pod<uid> (real runtime only)")
+	fs.StringVar(&opts.CgroupDriver, "cgroup-driver", "cgroupfs", "cgroup driver; only cgroupfs is supported, the runtime must use it too")
+	fs.StringVar(&opts.CgroupRoot, "cgroup-root", "/", "parent cgroup of kubepods")
+	fs.StringVar(&opts.EnforceNodeAllocatable, "enforce-node-allocatable", agent.EnforcePods, `"pods" caps the kubepods cgroup at the node's allocatable; "none" does not`)
+	fs.Int64Var(&opts.PodPIDsLimit, "pod-max-pids", -1, "pids.max of each pod cgroup; -1 for no limit")
 	fs.BoolVar(&opts.Evented, "evented-pleg", false, "use the runtime's container events as PLEG hints")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
@@ -90,6 +96,7 @@ func run() error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	opts.DisableCgroupsPerQOS = !cgroupsPerQOS
 	if kubeconfig != "" {
 		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 		if err != nil {

@@ -2,9 +2,12 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -108,7 +111,7 @@ func TestReferenceAgentContainerd(t *testing.T) {
 	admin := srv.AdminClient()
 	ensureDefaultServiceAccount(t, admin, "default")
 	a, err := agent.New(ctx, agent.Options{NodeName: node, Kube: srv.NodeConfig(node), RuntimeEndpoint: ep,
-		NodeIP: "10.89.0.1", HTTPAddr: "-", RootDir: t.TempDir(), PodLogsDir: t.TempDir()})
+		NodeIP: "10.89.0.1", HTTPAddr: "-", CgroupRoot: cgroupRoot(t), RootDir: t.TempDir(), PodLogsDir: t.TempDir()})
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
@@ -156,7 +159,7 @@ func TestReferenceAgentVolumesContainerd(t *testing.T) {
 	ensureDefaultServiceAccount(t, admin, "default")
 	root, logs := t.TempDir(), t.TempDir()
 	a, err := agent.New(ctx, agent.Options{NodeName: node, Kube: srv.NodeConfig(node), RuntimeEndpoint: ep,
-		NodeIP: "10.89.0.1", HTTPAddr: "-", RootDir: root, PodLogsDir: logs})
+		NodeIP: "10.89.0.1", HTTPAddr: "-", CgroupRoot: cgroupRoot(t), RootDir: root, PodLogsDir: logs})
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
@@ -258,7 +261,7 @@ func TestReferenceAgentLifecycleContainerd(t *testing.T) {
 	ensureDefaultServiceAccount(t, admin, "default")
 	root := t.TempDir()
 	a, err := agent.New(ctx, agent.Options{NodeName: node, Kube: srv.NodeConfig(node), RuntimeEndpoint: ep,
-		NodeIP: "10.89.0.1", HTTPAddr: "-", RootDir: root, PodLogsDir: t.TempDir()})
+		NodeIP: "10.89.0.1", HTTPAddr: "-", CgroupRoot: cgroupRoot(t), RootDir: root, PodLogsDir: t.TempDir()})
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
@@ -308,6 +311,111 @@ func TestReferenceAgentLifecycleContainerd(t *testing.T) {
 	eventually("deleted pod disappears", func() bool { return getPod(t, admin, "ctd-life") == nil })
 	eventually("its volumes are torn down", func() bool {
 		_, err := os.Stat(filepath.Join(root, "pods", string(created.UID)))
+		return os.IsNotExist(err)
+	})
+}
+
+// cgroupRoot is a cgroup root of the test's own, so that the agent's pod
+// cgroup housekeeping never meets another agent's pods on this machine;
+// removed (deepest first) when the test ends.
+func cgroupRoot(t *testing.T) string {
+	root := fmt.Sprintf("/nodekit-test-%d-%s", os.Getpid(), strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")))
+	t.Cleanup(func() {
+		hierarchies := []string{"/sys/fs/cgroup"}
+		if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {
+			hierarchies, _ = filepath.Glob("/sys/fs/cgroup/*")
+		}
+		for _, h := range hierarchies {
+			var dirs []string
+			_ = filepath.WalkDir(filepath.Join(h, root), func(p string, d fs.DirEntry, err error) error {
+				if err == nil && d.IsDir() {
+					dirs = append(dirs, p)
+				}
+				return nil
+			})
+			for i := len(dirs) - 1; i >= 0; i-- {
+				_ = syscall.Rmdir(dirs[i])
+			}
+		}
+	})
+	return root
+}
+
+// TestReferenceAgentCgroupsContainerd runs a Burstable pod with limits in
+// containerd and checks its pod cgroup on the host (under the QoS tier,
+// sized from the pod), the limits its container sees from inside, and
+// that the pod cgroup goes with the pod.
+func TestReferenceAgentCgroupsContainerd(t *testing.T) {
+	ep := containerdEndpoint(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	const node = "ctd-cg-node"
+	admin := srv.AdminClient()
+	ensureDefaultServiceAccount(t, admin, "default")
+	root, cgRoot := t.TempDir(), cgroupRoot(t)
+	a, err := agent.New(ctx, agent.Options{NodeName: node, Kube: srv.NodeConfig(node), RuntimeEndpoint: ep,
+		NodeIP: "10.89.0.1", HTTPAddr: "-", CgroupRoot: cgRoot, RootDir: root, PodLogsDir: t.TempDir()})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+	eventually := func(msg string, f func() bool) {
+		t.Helper()
+		require.Eventually(t, f, 90*time.Second, 250*time.Millisecond, msg)
+	}
+	v2 := false
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		v2 = true
+	}
+	res := v1.ResourceRequirements{
+		Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("32Mi")},
+		Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m"), v1.ResourceMemory: resource.MustParse("64Mi")},
+	}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ctd-cg"}, Spec: v1.PodSpec{
+		NodeName: node, TerminationGracePeriodSeconds: ptr.To[int64](1),
+		Volumes: []v1.Volume{{Name: "out", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}},
+		Containers: []v1.Container{{Name: "app", Image: busybox, Resources: res,
+			VolumeMounts: []v1.VolumeMount{{Name: "out", MountPath: "/out"}},
+			Command: []string{"sh", "-c", "{ cat /sys/fs/cgroup/memory.max || cat /sys/fs/cgroup/memory/memory.limit_in_bytes; " +
+				"cat /sys/fs/cgroup/cpu.max || cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us; } > /out/.cg 2>/dev/null; mv /out/.cg /out/cg; exec sleep 3600"}}},
+	}}
+	created, err := admin.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+	require.NoError(t, err)
+	out := filepath.Join(root, "pods", string(created.UID), "volumes", "kubernetes.io~empty-dir", "out", "cg")
+	eventually("the container reports its cgroup limits", func() bool { _, err := os.Stat(out); return err == nil })
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	want := "67108864\n50000\n"
+	if v2 {
+		want = "67108864\n50000 100000\n"
+	}
+	assert.Equal(t, want, string(b), "the container's own memory and CPU limits")
+
+	podCg := filepath.Join(cgRoot, "kubepods", "burstable", "pod"+string(created.UID))
+	read := func(parts ...string) string {
+		b, err := os.ReadFile(filepath.Join(parts...))
+		require.NoError(t, err)
+		return strings.TrimSpace(string(b))
+	}
+	if v2 {
+		assert.Equal(t, "67108864", read("/sys/fs/cgroup", podCg, "memory.max"))
+		assert.Equal(t, "50000 100000", read("/sys/fs/cgroup", podCg, "cpu.max"))
+	} else {
+		assert.Equal(t, "67108864", read("/sys/fs/cgroup/memory", podCg, "memory.limit_in_bytes"), "pod memory limit: every container has one")
+		assert.Equal(t, "50000", read("/sys/fs/cgroup/cpu", podCg, "cpu.cfs_quota_us"))
+		assert.Equal(t, "102", read("/sys/fs/cgroup/cpu", podCg, "cpu.shares"))
+		assert.Equal(t, "102", read("/sys/fs/cgroup/cpu", cgRoot, "kubepods", "burstable", "cpu.shares"), "the burstable tier follows its pods' requests")
+	}
+	hierarchy := "/sys/fs/cgroup/memory"
+	if v2 {
+		hierarchy = "/sys/fs/cgroup"
+	}
+	require.NoError(t, admin.CoreV1().Pods("default").Delete(ctx, "ctd-cg", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](1)}))
+	eventually("deleted pod disappears", func() bool { return getPod(t, admin, "ctd-cg") == nil })
+	eventually("its pod cgroup is removed", func() bool {
+		_, err := os.Stat(filepath.Join(hierarchy, podCg))
 		return os.IsNotExist(err)
 	})
 }

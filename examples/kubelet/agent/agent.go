@@ -24,6 +24,7 @@ import (
 
 	"github.com/nodekit/nodekit/eviction"
 	"github.com/nodekit/nodekit/examples/kubelet/admission"
+	"github.com/nodekit/nodekit/examples/kubelet/cgroups"
 	"github.com/nodekit/nodekit/examples/kubelet/env"
 	"github.com/nodekit/nodekit/examples/kubelet/images"
 	"github.com/nodekit/nodekit/examples/kubelet/objects"
@@ -69,6 +70,7 @@ type Agent struct {
 	informers  informers.SharedInformerFactory // services, for env; nil standalone
 	services   cache.SharedIndexInformer
 	volumes    *volumes.Manager
+	cgroups    *cgroups.Manager // nil on the simulator or without pod cgroups
 	api        *kubeletapi.Server
 	apiPort    int          // the bound kubelet API port, 0 when disabled
 	apiLn      net.Listener // closed on close if Run never took it
@@ -236,6 +238,10 @@ func (a *Agent) build(ctx context.Context) error {
 	if a.sim != nil {
 		a.syncer.beforeCreate = simScripter(a.sim)
 	}
+	if err := a.buildCgroups(); err != nil {
+		return err
+	}
+	a.syncer.cgroups, a.syncer.activePods = a.cgroups, a.activePods
 	if a.client != nil {
 		a.syncer.runtimeHandler = a.runtimeHandler
 	}
@@ -387,6 +393,28 @@ func (a *Agent) buildEviction() error {
 		PodCleanedUp: func(p *v1.Pod) bool { return a.workers.ShouldPodBeFinished(p.UID) },
 		Recorder:     a.recorder, NodeRef: a.nodeRef(), Clock: a.opts.Clock, Registerer: a.registry,
 	})
+	return err
+}
+
+// buildCgroups prepares the pod cgroup tree (created when Run starts):
+// with a real runtime unless disabled, capped at the machine's capacity
+// when node allocatable is enforced (this agent reserves nothing for the
+// system, so allocatable is the capacity).
+func (a *Agent) buildCgroups() error {
+	if a.sim != nil || a.opts.DisableCgroupsPerQOS {
+		return nil
+	}
+	cfg := cgroups.Config{Driver: a.opts.CgroupDriver, Root: a.opts.CgroupRoot, PodPIDsLimit: a.opts.PodPIDsLimit}
+	if a.opts.EnforceNodeAllocatable == EnforcePods {
+		machine, _ := a.machine()
+		info, err := machine()
+		if err != nil {
+			return fmt.Errorf("agent: machine info for node allocatable: %w", err)
+		}
+		cfg.Allocatable = nodestatus.CapacityFromMachine(info)
+	}
+	var err error
+	a.cgroups, err = cgroups.New(cfg)
 	return err
 }
 

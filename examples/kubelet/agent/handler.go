@@ -194,7 +194,33 @@ func (a *Agent) HandlePodCleanups(ctx context.Context) error {
 	if err := a.volumes.CleanupOrphans(ctx, keep); err != nil {
 		klog.FromContext(ctx).Error(err, "Clean up orphaned pod volumes")
 	}
+	a.cleanupCgroups(ctx, keep)
 	return nil
+}
+
+// cleanupCgroups removes the cgroups of pods that are gone (their
+// stragglers killed) and sizes the QoS tiers for the pods that remain.
+func (a *Agent) cleanupCgroups(ctx context.Context, keep func(types.UID) bool) {
+	if a.cgroups == nil {
+		return
+	}
+	logger := klog.FromContext(ctx)
+	if err := a.cgroups.UpdateQoS(a.activePods()); err != nil {
+		logger.Error(err, "Update QoS cgroups")
+	}
+	pods, err := a.cgroups.Pods()
+	if err != nil {
+		logger.Error(err, "List pod cgroups")
+		return
+	}
+	for uid, cg := range pods {
+		if keep(uid) {
+			continue
+		}
+		if err := a.cgroups.Destroy(ctx, cg); err != nil {
+			logger.V(2).Info("Pod cgroup not removed yet", "uid", uid, "err", err)
+		}
+	}
 }
 
 func (a *Agent) update(ctx context.Context, t podworkers.UpdateType, pod *v1.Pod) {

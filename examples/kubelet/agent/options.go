@@ -15,6 +15,7 @@ import (
 
 	"github.com/nodekit/nodekit/eviction"
 	"github.com/nodekit/nodekit/examples/kubelet/admission"
+	"github.com/nodekit/nodekit/examples/kubelet/cgroups"
 	"github.com/nodekit/nodekit/internal/crisim"
 )
 
@@ -89,6 +90,23 @@ type Options struct {
 	// sysctl names or prefixes ("kernel.msg*") pods may set beyond the
 	// safe set.
 	AllowedUnsafeSysctls []string
+	// DisableCgroupsPerQOS turns off the pod cgroup tree (the kubelet's
+	// --cgroups-per-qos=false): pods then run in the runtime's default
+	// cgroups. Pod cgroups are kept only with a real runtime.
+	DisableCgroupsPerQOS bool
+	// CgroupDriver is the kubelet's --cgroup-driver: cgroupfs (the
+	// default); systemd is refused.
+	CgroupDriver string
+	// CgroupRoot is the kubelet's --cgroup-root, the parent of kubepods.
+	// Default "/".
+	CgroupRoot string
+	// EnforceNodeAllocatable is the kubelet's --enforce-node-allocatable:
+	// "pods" (the default) caps the kubepods cgroup at the node's
+	// allocatable; "none" does not.
+	EnforceNodeAllocatable string
+	// PodPIDsLimit is the kubelet's --pod-max-pids: pids.max of every pod
+	// cgroup when positive.
+	PodPIDsLimit int64
 	// MemoryCapacity of the simulated machine (simulator only). Default 4Gi.
 	MemoryCapacity int64
 	// Clock drives every package. Default the real clock.
@@ -120,6 +138,18 @@ func (o *Options) defaults() error {
 	}
 	if _, err := admission.Sysctls(o.AllowedUnsafeSysctls); err != nil {
 		errs = append(errs, fmt.Errorf("allowed-unsafe-sysctls: %w", err))
+	}
+	switch o.EnforceNodeAllocatable {
+	case "":
+		o.EnforceNodeAllocatable = EnforcePods
+	case EnforcePods, EnforceNone:
+	default:
+		errs = append(errs, fmt.Errorf("enforce-node-allocatable %q: want %s or %s (system-reserved and kube-reserved are not supported)", o.EnforceNodeAllocatable, EnforcePods, EnforceNone))
+	}
+	switch o.CgroupDriver {
+	case "", cgroups.DriverCgroupfs:
+	default:
+		errs = append(errs, fmt.Errorf("cgroup driver %q: only %s is supported", o.CgroupDriver, cgroups.DriverCgroupfs))
 	}
 	switch o.AuthorizationMode {
 	case "", AuthorizationWebhook, AuthorizationAlwaysAllow:
@@ -160,6 +190,12 @@ func (o *Options) defaults() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Values of Options.EnforceNodeAllocatable.
+const (
+	EnforcePods = "pods"
+	EnforceNone = "none"
+)
 
 // DefaultRootDir is the kubelet's --root-dir.
 const DefaultRootDir = "/var/lib/kubelet"

@@ -30,6 +30,11 @@ func (a *Agent) Run(ctx context.Context) error {
 			}
 		}()
 	}
+	if a.cgroups != nil {
+		if err := a.cgroups.Setup(ctx); err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+	}
 	a.apiLn = nil // the API server owns and closes it from here
 	if a.informers != nil {
 		a.informers.Start(ctx.Done())

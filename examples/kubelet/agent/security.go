@@ -8,7 +8,11 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodekit/nodekit/examples/kubelet/cgroups"
 )
 
 // Paths of /proc and /sys a container sees masked or read-only unless its
@@ -219,38 +223,47 @@ func verifyRunAsNonRoot(pod *v1.Pod, c *v1.Container, uid *int64, username strin
 	return nil
 }
 
-// The kubelet's CPU and OOM arithmetic.
+// The kubelet's OOM score adjustments.
 const (
-	minShares              = 2
-	maxShares              = 262144
-	sharesPerCPU           = 1024
-	quotaPeriod            = 100000 // µs
-	minQuota               = 1000   // µs
 	guaranteedOOMScoreAdj  = -997
 	besteffortOOMScoreAdj  = 1000
 	minBurstableOOMAdjPlus = 1000 + guaranteedOOMScoreAdj
 )
 
-// containerResources is c's CRI resources: CPU shares from its request,
-// CFS quota from its limit, memory limit, and the OOM score adjustment of
-// its QoS class (Burstable by memory request against memCapacity).
-func containerResources(c *v1.Container, qos v1.PodQOSClass, memCapacity int64) *runtimeapi.LinuxContainerResources {
+// linuxResources converts a CPU request (nil when none was given), CPU
+// limit and memory limit to CRI resources as the kubelet does: shares from
+// the request (from the limit when there is no request), a CFS quota from
+// the CPU limit, the memory limit.
+func linuxResources(cpuReq *resource.Quantity, cpuLim, memLim resource.Quantity) *runtimeapi.LinuxContainerResources {
 	r := &runtimeapi.LinuxContainerResources{}
-	req := c.Resources.Requests.Cpu().MilliValue()
-	if req == 0 && c.Resources.Requests.Cpu().IsZero() {
-		if l, ok := c.Resources.Limits[v1.ResourceCPU]; ok {
-			req = l.MilliValue() // the API defaults the request to the limit
+	if cpuReq == nil && !cpuLim.IsZero() {
+		r.CpuShares = int64(cgroups.SharesFromMilliCPU(cpuLim.MilliValue()))
+	} else {
+		var milli int64
+		if cpuReq != nil {
+			milli = cpuReq.MilliValue()
 		}
+		r.CpuShares = int64(cgroups.SharesFromMilliCPU(milli))
 	}
-	shares := req * sharesPerCPU / 1000
-	r.CpuShares = min(max(shares, minShares), maxShares)
-	if l, ok := c.Resources.Limits[v1.ResourceCPU]; ok && !l.IsZero() {
-		r.CpuPeriod = quotaPeriod
-		r.CpuQuota = max(l.MilliValue()*quotaPeriod/1000, minQuota)
+	if !cpuLim.IsZero() {
+		r.CpuPeriod = cgroups.QuotaPeriod
+		r.CpuQuota = cgroups.QuotaFromMilliCPU(cpuLim.MilliValue(), cgroups.QuotaPeriod)
 	}
-	if l, ok := c.Resources.Limits[v1.ResourceMemory]; ok {
-		r.MemoryLimitInBytes = l.Value()
+	if !memLim.IsZero() {
+		r.MemoryLimitInBytes = memLim.Value()
 	}
+	return r
+}
+
+// containerResources is c's CRI resources (linuxResources) with the OOM
+// score adjustment of its QoS class (Burstable by memory request against
+// memCapacity).
+func containerResources(c *v1.Container, qos v1.PodQOSClass, memCapacity int64) *runtimeapi.LinuxContainerResources {
+	var req *resource.Quantity
+	if q, ok := c.Resources.Requests[v1.ResourceCPU]; ok {
+		req = &q
+	}
+	r := linuxResources(req, c.Resources.Limits[v1.ResourceCPU], c.Resources.Limits[v1.ResourceMemory])
 	switch qos {
 	case v1.PodQOSGuaranteed:
 		r.OomScoreAdj = guaranteedOOMScoreAdj
@@ -270,4 +283,23 @@ func containerResources(c *v1.Container, qos v1.PodQOSClass, memCapacity int64) 
 		r.OomScoreAdj = adj
 	}
 	return r
+}
+
+// sandboxResources are the pod's summed resources without overhead, and
+// its overhead on its own, for the CRI sandbox config (the runtime may
+// size the sandbox by them; the pod cgroup is the agent's).
+func sandboxResources(pod *v1.Pod) (res, overhead *runtimeapi.LinuxContainerResources) {
+	opts := resourcehelper.PodResourcesOptions{ExcludeOverhead: true}
+	reqs, lims := resourcehelper.PodRequests(pod, opts), resourcehelper.PodLimits(pod, opts)
+	var cpuReq *resource.Quantity
+	if q, ok := reqs[v1.ResourceCPU]; ok {
+		cpuReq = &q
+	}
+	res = linuxResources(cpuReq, lims[v1.ResourceCPU], lims[v1.ResourceMemory])
+	overhead = &runtimeapi.LinuxContainerResources{}
+	if pod.Spec.Overhead != nil {
+		cpu := pod.Spec.Overhead[v1.ResourceCPU]
+		overhead = linuxResources(&cpu, cpu, pod.Spec.Overhead[v1.ResourceMemory])
+	}
+	return res, overhead
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/nodekit/nodekit/examples/kubelet/cgroups"
 	"github.com/nodekit/nodekit/examples/kubelet/podplan"
 	"github.com/nodekit/nodekit/podworkers"
 	"github.com/nodekit/nodekit/syncloop"
@@ -213,7 +214,7 @@ func (w *statusWriter) snapshot() []v1.Pod {
 // build computes the status of pod from its runtime state.
 func (w *statusWriter) build(pod *v1.Pod, rtp *podRuntime, old *v1.PodStatus) v1.PodStatus {
 	now := metav1.NewTime(w.clock.Now())
-	s := v1.PodStatus{HostIP: w.nodeIP, StartTime: old.StartTime, QOSClass: qosClass(pod)}
+	s := v1.PodStatus{HostIP: w.nodeIP, StartTime: old.StartTime, QOSClass: cgroups.QOSClass(pod)} // as the API server set it
 	if s.StartTime == nil {
 		s.StartTime = &now
 	}
@@ -487,32 +488,6 @@ func restartsAfter(pod *v1.Pod, c *v1.Container, exitCode int32) bool {
 		}
 	}
 	return podplan.ShouldRestart(pod, exitCode)
-}
-
-// qosClass is BestEffort without any request or limit, Guaranteed when
-// every container has equal cpu and memory requests and limits, else
-// Burstable.
-func qosClass(pod *v1.Pod) v1.PodQOSClass {
-	best, guaranteed := true, true
-	for _, c := range pod.Spec.Containers {
-		if len(c.Resources.Requests) > 0 || len(c.Resources.Limits) > 0 {
-			best = false
-		}
-		for _, r := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-			l, ok := c.Resources.Limits[r]
-			q, hasReq := c.Resources.Requests[r]
-			if !ok || (hasReq && q.Cmp(l) != 0) {
-				guaranteed = false
-			}
-		}
-	}
-	switch {
-	case best:
-		return v1.PodQOSBestEffort
-	case guaranteed:
-		return v1.PodQOSGuaranteed
-	}
-	return v1.PodQOSBurstable
 }
 
 func isStatic(pod *v1.Pod) bool {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/nodekit/nodekit/examples/kubelet/cgroups"
 	"github.com/nodekit/nodekit/examples/kubelet/env"
 	"github.com/nodekit/nodekit/examples/kubelet/images"
 	"github.com/nodekit/nodekit/examples/kubelet/objects"
@@ -124,6 +125,12 @@ type syncer struct {
 	runtimeHandler func(ctx context.Context, runtimeClass string) (string, error)
 	// memoryCapacity is the node's memory, for OOM score adjustment.
 	memoryCapacity func() int64
+	// cgroups keeps the pod cgroup tree; nil without (the simulator,
+	// --cgroups-per-qos=false).
+	cgroups *cgroups.Manager
+	// activePods are the pods that hold resources (the QoS tiers are
+	// sized by them).
+	activePods func() []*v1.Pod
 }
 
 // sandboxConfig is the pod's CRI sandbox config: identity, hostname, DNS,
@@ -155,6 +162,10 @@ func (s *syncer) sandboxConfig(pod *v1.Pod, attempt uint32, warn bool) (*runtime
 		for _, sc := range psc.Sysctls {
 			cfg.Linux.Sysctls[utilsysctl.NormalizeName(sc.Name)] = sc.Value // "kernel/shm_rmid_forced" too
 		}
+	}
+	if s.cgroups != nil {
+		cfg.Linux.CgroupParent = s.cgroups.PodCgroup(pod)
+		cfg.Linux.Resources, cfg.Linux.Overhead = sandboxResources(pod)
 	}
 	cfg.DnsConfig = dns
 	cfg.Hostname = host
@@ -258,6 +269,10 @@ func (s *syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, mirr
 	if s.objects != nil {
 		s.objects.Register(ctx, pod)
 	}
+	if err := s.ensurePodCgroup(ctx, pod); err != nil {
+		s.status.write(ctx, pod, mirror, rtp, nil)
+		return false, err
+	}
 	if err := s.volumes.SetUpPod(ctx, pod); err != nil {
 		s.status.write(ctx, pod, mirror, rtp, nil)
 		return false, err
@@ -282,6 +297,24 @@ func (s *syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, mirr
 	}
 	s.status.write(ctx, pod, mirror, rtp, nil)
 	return s.plan(pod, rtp).Done, syncErr
+}
+
+// ensurePodCgroup creates the pod's cgroup before anything of it runs; the
+// QoS tiers are resized first for the pod that joins them.
+func (s *syncer) ensurePodCgroup(ctx context.Context, pod *v1.Pod) error {
+	if s.cgroups == nil || s.cgroups.PodExists(pod) {
+		return nil
+	}
+	if s.activePods != nil {
+		if err := s.cgroups.UpdateQoS(s.activePods()); err != nil {
+			klog.FromContext(ctx).Error(err, "Update QoS cgroups")
+		}
+	}
+	if err := s.cgroups.EnsurePod(ctx, pod); err != nil {
+		s.event(pod, v1.EventTypeWarning, "FailedCreatePodContainer", "unable to ensure pod container exists: %v", err)
+		return fmt.Errorf("failed to ensure that the pod: %v cgroups exist and are correctly applied: %w", pod.UID, err)
+	}
+	return nil
 }
 
 // pastDeadline: the pod has run longer than its activeDeadlineSeconds,
@@ -559,10 +592,7 @@ func (s *syncer) containerConfig(ctx context.Context, pod *v1.Pod, sb *runtimeap
 		cfg.Linux.SecurityContext.NamespaceOptions.Pid = runtimeapi.NamespaceMode_TARGET
 		cfg.Linux.SecurityContext.NamespaceOptions.TargetId = cs[0].Id
 	}
-	qos := pod.Status.QOSClass // as the API server set it
-	if qos == "" {
-		qos = qosClass(pod)
-	}
+	qos := cgroups.QOSClass(pod)
 	var memCap int64
 	if s.memoryCapacity != nil {
 		memCap = s.memoryCapacity()
