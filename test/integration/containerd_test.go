@@ -343,8 +343,8 @@ func cgroupRoot(t *testing.T) string {
 
 // TestReferenceAgentCgroupsContainerd runs a Burstable pod with limits in
 // containerd and checks its pod cgroup on the host (under the QoS tier,
-// sized from the pod), the limits its container sees from inside, and
-// that the pod cgroup goes with the pod.
+// sized from the pod), the limits its container sees from inside, an
+// in-place resize reaching both, and that the pod cgroup goes with the pod.
 func TestReferenceAgentCgroupsContainerd(t *testing.T) {
 	ep := containerdEndpoint(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -378,20 +378,17 @@ func TestReferenceAgentCgroupsContainerd(t *testing.T) {
 		Volumes: []v1.Volume{{Name: "out", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}},
 		Containers: []v1.Container{{Name: "app", Image: busybox, Resources: res,
 			VolumeMounts: []v1.VolumeMount{{Name: "out", MountPath: "/out"}},
-			Command: []string{"sh", "-c", "{ cat /sys/fs/cgroup/memory.max || cat /sys/fs/cgroup/memory/memory.limit_in_bytes; " +
-				"cat /sys/fs/cgroup/cpu.max || cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us; } > /out/.cg 2>/dev/null; mv /out/.cg /out/cg; exec sleep 3600"}}},
+			Command: []string{"sh", "-c", "while true; do { cat /sys/fs/cgroup/memory.max || cat /sys/fs/cgroup/memory/memory.limit_in_bytes; " +
+				"cat /sys/fs/cgroup/cpu.max || cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us; } > /out/.cg 2>/dev/null; mv /out/.cg /out/cg; sleep 0.3; done"}}},
 	}}
 	created, err := admin.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
 	require.NoError(t, err)
 	out := filepath.Join(root, "pods", string(created.UID), "volumes", "kubernetes.io~empty-dir", "out", "cg")
-	eventually("the container reports its cgroup limits", func() bool { _, err := os.Stat(out); return err == nil })
-	b, err := os.ReadFile(out)
-	require.NoError(t, err)
 	want := "67108864\n50000\n"
 	if v2 {
 		want = "67108864\n50000 100000\n"
 	}
-	assert.Equal(t, want, string(b), "the container's own memory and CPU limits")
+	eventually("the container reports its own memory and CPU limits", func() bool { b, _ := os.ReadFile(out); return string(b) == want })
 
 	podCg := filepath.Join(cgRoot, "kubepods", "burstable", "pod"+string(created.UID))
 	read := func(parts ...string) string {
@@ -408,6 +405,37 @@ func TestReferenceAgentCgroupsContainerd(t *testing.T) {
 		assert.Equal(t, "102", read("/sys/fs/cgroup/cpu", podCg, "cpu.shares"))
 		assert.Equal(t, "102", read("/sys/fs/cgroup/cpu", cgRoot, "kubepods", "burstable", "cpu.shares"), "the burstable tier follows its pods' requests")
 	}
+	// In-place resize: more CPU and memory, without a restart.
+	patch := `{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"200m","memory":"32Mi"},"limits":{"cpu":"750m","memory":"96Mi"}}}]}}`
+	_, err = admin.CoreV1().Pods("default").Patch(ctx, "ctd-cg", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "resize")
+	require.NoError(t, err)
+	eventually("the resize is actuated and reported", func() bool {
+		p := getPod(t, admin, "ctd-cg")
+		if p == nil || len(p.Status.ContainerStatuses) != 1 || p.Status.ObservedGeneration < p.Generation {
+			return false
+		}
+		cs := p.Status.ContainerStatuses[0]
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodResizePending || c.Type == v1.PodResizeInProgress {
+				return false
+			}
+		}
+		return cs.Resources != nil && cs.Resources.Limits.Cpu().MilliValue() == 750 && cs.Resources.Limits.Memory().Value() == 96<<20 &&
+			cs.AllocatedResources.Cpu().MilliValue() == 200 && cs.RestartCount == 0
+	})
+	want = "100663296\n75000\n"
+	if v2 {
+		want = "100663296\n75000 100000\n"
+	}
+	eventually("the container sees its new limits", func() bool { b, _ := os.ReadFile(out); return string(b) == want })
+	if v2 {
+		assert.Equal(t, "75000 100000", read("/sys/fs/cgroup", podCg, "cpu.max"))
+	} else {
+		assert.Equal(t, "100663296", read("/sys/fs/cgroup/memory", podCg, "memory.limit_in_bytes"), "the pod cgroup follows")
+		assert.Equal(t, "75000", read("/sys/fs/cgroup/cpu", podCg, "cpu.cfs_quota_us"))
+		assert.Equal(t, "204", read("/sys/fs/cgroup/cpu", podCg, "cpu.shares"))
+	}
+
 	hierarchy := "/sys/fs/cgroup/memory"
 	if v2 {
 		hierarchy = "/sys/fs/cgroup"

@@ -24,6 +24,7 @@ import (
 
 	"github.com/nodekit/nodekit/eviction"
 	"github.com/nodekit/nodekit/examples/kubelet/admission"
+	"github.com/nodekit/nodekit/examples/kubelet/allocation"
 	"github.com/nodekit/nodekit/examples/kubelet/cgroups"
 	"github.com/nodekit/nodekit/examples/kubelet/env"
 	"github.com/nodekit/nodekit/examples/kubelet/images"
@@ -71,6 +72,7 @@ type Agent struct {
 	services   cache.SharedIndexInformer
 	volumes    *volumes.Manager
 	cgroups    *cgroups.Manager // nil on the simulator or without pod cgroups
+	alloc      *allocation.Manager
 	api        *kubeletapi.Server
 	apiPort    int          // the bound kubelet API port, 0 when disabled
 	apiLn      net.Listener // closed on close if Run never took it
@@ -242,6 +244,14 @@ func (a *Agent) build(ctx context.Context) error {
 		return err
 	}
 	a.syncer.cgroups, a.syncer.activePods = a.cgroups, a.activePods
+	if a.alloc, err = allocation.New(allocation.Config{Allocatable: a.allocatable,
+		Admit: func(ctx context.Context, pod *v1.Pod, others []*v1.Pod) allocation.Verdict {
+			r := a.admit.Admit(ctx, admission.Attributes{Pod: pod, OtherPods: others})
+			return allocation.Verdict{Admit: r.Admit, Reason: r.Reason, Message: r.Message}
+		}}); err != nil {
+		return err
+	}
+	a.syncer.alloc, a.status.alloc = a.alloc, a.alloc
 	if a.client != nil {
 		a.syncer.runtimeHandler = a.runtimeHandler
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/nodekit/nodekit/examples/kubelet/allocation"
 	"github.com/nodekit/nodekit/examples/kubelet/cgroups"
 	"github.com/nodekit/nodekit/examples/kubelet/podplan"
 	"github.com/nodekit/nodekit/podworkers"
@@ -36,6 +37,9 @@ type statusWriter struct {
 	// probeStatus sets Ready and Started on container statuses (the
 	// prober's UpdatePodStatus).
 	probeStatus func(pod *v1.Pod, status *v1.PodStatus)
+	// alloc tells the resources running containers were given and the
+	// pod's resize conditions; nil without in-place resize.
+	alloc *allocation.Manager
 
 	mu       sync.Mutex
 	statuses map[types.UID]*podRecord
@@ -266,14 +270,19 @@ func (w *statusWriter) build(pod *v1.Pod, rtp *podRuntime, old *v1.PodStatus) v1
 	}
 	s.Phase = podPhase(pod, &s, initialized)
 	s.ObservedGeneration = pod.Generation
-	s.Conditions = podConditions(pod, &s, old, now, rtp.readySandbox() != nil, initialized, incomplete)
+	var resize []v1.PodCondition
+	if w.alloc != nil {
+		resize = w.alloc.Conditions(pod.UID)
+	}
+	s.Conditions = podConditions(pod, &s, old, now, rtp.readySandbox() != nil, initialized, incomplete, resize...)
 	return s
 }
 
 // podConditions are the conditions the kubelet owns, with its reasons and
 // messages, followed by every other condition of the pod as found (set by
 // others: readiness gates, DisruptionTarget, ...).
-func podConditions(pod *v1.Pod, s, old *v1.PodStatus, now metav1.Time, sandboxReady, initialized bool, incomplete []string) []v1.PodCondition {
+// resize are the pod's resize conditions, which replace any it had.
+func podConditions(pod *v1.Pod, s, old *v1.PodStatus, now metav1.Time, sandboxReady, initialized bool, incomplete []string, resize ...v1.PodCondition) []v1.PodCondition {
 	initCond := v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue}
 	switch {
 	case s.Phase == v1.PodSucceeded:
@@ -331,9 +340,11 @@ func podConditions(pod *v1.Pod, s, old *v1.PodStatus, now metav1.Time, sandboxRe
 		out[i].ObservedGeneration = pod.Generation
 	}
 	out = append(out, scheduled)
+	out = append(out, conditions(old, now, resize...)...)
 	for _, c := range pod.Status.Conditions {
 		switch c.Type {
-		case v1.PodReadyToStartContainers, v1.PodInitialized, v1.ContainersReady, v1.PodReady, v1.PodScheduled:
+		case v1.PodReadyToStartContainers, v1.PodInitialized, v1.ContainersReady, v1.PodReady, v1.PodScheduled,
+			v1.PodResizePending, v1.PodResizeInProgress:
 		default:
 			out = append(out, c)
 		}
@@ -379,6 +390,17 @@ func (w *statusWriter) containerStatus(pod *v1.Pod, c *v1.Container, rtp *podRun
 		cs.State.Waiting = &failed
 	}
 	st := rtp.latest(c.Name)
+	if w.alloc != nil {
+		// pod carries its allocated resources; a running container
+		// reports what it was actually given.
+		cs.AllocatedResources = c.Resources.Requests
+		cs.Resources = c.Resources.DeepCopy()
+		if st != nil && st.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			if act, ok := w.alloc.Actuated(pod.UID, st.Id); ok {
+				cs.Resources = &act
+			}
+		}
+	}
 	if st == nil {
 		return cs
 	}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/nodekit/nodekit/examples/kubelet/allocation"
 	"github.com/nodekit/nodekit/examples/kubelet/cgroups"
 	"github.com/nodekit/nodekit/examples/kubelet/env"
 	"github.com/nodekit/nodekit/examples/kubelet/images"
@@ -129,8 +130,11 @@ type syncer struct {
 	// --cgroups-per-qos=false).
 	cgroups *cgroups.Manager
 	// activePods are the pods that hold resources (the QoS tiers are
-	// sized by them).
+	// sized by them, resizes must fit beside them).
 	activePods func() []*v1.Pod
+	// alloc keeps allocated resources for in-place resize; nil disables
+	// resize (the spec's resources are used as they are).
+	alloc *allocation.Manager
 }
 
 // sandboxConfig is the pod's CRI sandbox config: identity, hostname, DNS,
@@ -256,6 +260,7 @@ func (s *syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, mirr
 		})
 		return true, nil // the pod worker stops its containers
 	}
+	pod = s.allocate(ctx, pod)
 	plan := s.plan(pod, rtp)
 	if plan.Done {
 		// Finished for good: the pod worker terminates what still runs
@@ -291,10 +296,14 @@ func (s *syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, mirr
 		}
 		plan = s.plan(pod, rtp)
 	}
+	if err := s.prepareResize(pod); err != nil {
+		klog.FromContext(ctx).Error(err, "Prepare the pod cgroup for a resize", "pod", klog.KObj(pod))
+	}
 	syncErr := s.execute(ctx, pod, rtp, plan)
 	if rtp, err = inspect(ctx, s.rt, pod.UID); err != nil {
 		return false, err
 	}
+	s.actuateResize(ctx, pod, rtp)
 	s.status.write(ctx, pod, mirror, rtp, nil)
 	return s.plan(pod, rtp).Done, syncErr
 }
@@ -348,6 +357,11 @@ func (s *syncer) plan(pod *v1.Pod, rtp *podRuntime) podplan.Plan {
 				c.Started, c.LivenessFailed, c.StartupFailed = s.probes(pod, name, st.Id)
 			} else {
 				c.Started = true
+			}
+			if s.alloc != nil {
+				if act, ok := s.alloc.Actuated(pod.UID, st.Id); ok {
+					c.ResizeRestart = resizeNeedsRestart(specOf(pod, name), act)
+				}
 			}
 		case runtimeapi.ContainerState_CONTAINER_EXITED:
 			c.State = podplan.Exited
@@ -531,6 +545,9 @@ func (s *syncer) start(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandb
 		return fmt.Errorf("create container %s: %w", c.Name, err)
 	}
 	s.status.startFailed(pod.UID, c.Name, "", "")
+	if s.alloc != nil {
+		s.alloc.SetActuated(pod.UID, id, c.Resources)
+	}
 	s.containerEvent(pod, c, v1.EventTypeNormal, "Created", "Container created")
 	if err := s.rt.StartContainer(ctx, id); err != nil {
 		s.containerEvent(pod, c, v1.EventTypeWarning, "Failed", "Error: %s", grpcstatus.Convert(err).Message())
@@ -754,5 +771,8 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error {
 		s.objects.Unregister(pod.UID)
 	}
 	s.backoff.forget(pod.UID)
+	if s.alloc != nil {
+		s.alloc.Forget(pod.UID)
+	}
 	return s.status.finishDeletion(ctx, pod)
 }

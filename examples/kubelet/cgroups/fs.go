@@ -213,6 +213,12 @@ func weightFromShares(shares uint64) uint64 {
 	return 1 + (shares-2)*9999/262142
 }
 
+// SameShares reports whether two CPU shares values are the same cgroup
+// setting on either version (v2 weights are coarser than v1 shares).
+func SameShares(a, b uint64) bool {
+	return a == b || weightFromShares(a) == weightFromShares(b)
+}
+
 // sharesFromWeight inverts weightFromShares, as far as the rounding
 // lets it: the shares of a weight read back map to that weight again.
 func sharesFromWeight(w uint64) uint64 {

@@ -30,6 +30,9 @@ type Container struct {
 	// LivenessFailed and StartupFailed report failed probes of a running
 	// instance.
 	LivenessFailed, StartupFailed bool
+	// ResizeRestart: the instance runs with resources an in-place resize
+	// changed whose resize policy is RestartContainer.
+	ResizeRestart bool
 }
 
 // Input is everything Compute looks at.
@@ -226,7 +229,7 @@ func appActions(in Input, p *Plan) {
 				continue
 			}
 			p.Kill = append(p.Kill, Kill{Name: c.Name, ID: st.ID, Kind: App, Reason: reason})
-			if pod.Spec.RestartPolicy != v1.RestartPolicyNever || reason == ReasonChanged {
+			if pod.Spec.RestartPolicy != v1.RestartPolicyNever || reason == ReasonChanged || reason == ReasonResize {
 				p.Start = append(p.Start, Start{Container: c, Kind: App, Restart: true})
 			}
 		case st.State == Exited:
@@ -251,12 +254,17 @@ const (
 	ReasonChanged  = "definition changed"
 	ReasonLiveness = "failed liveness probe"
 	ReasonStartup  = "failed startup probe"
+	// ReasonResize: an in-place resize of a resource whose resize policy
+	// is RestartContainer (restarted whatever the pod's restart policy).
+	ReasonResize = "resize requires restart"
 )
 
 func restartReason(in Input, c *v1.Container, st Container) string {
 	switch {
 	case in.Hash != nil && st.Hash != "" && st.Hash != in.Hash(c):
 		return ReasonChanged
+	case st.ResizeRestart:
+		return ReasonResize
 	case st.LivenessFailed:
 		return ReasonLiveness
 	case st.StartupFailed:

@@ -156,6 +156,10 @@ func TestCompute(t *testing.T) {
 			pod: testPod(never, nil, "a"), sandboxes: 1, containers: map[string]Container{"a": {ID: "1", State: Running, LivenessFailed: true}},
 			want: []string{"kill a (failed liveness probe)"}, initialized: true,
 		},
+		"Never: a resize that needs a restart restarts anyway": {
+			pod: testPod(never, nil, "a"), sandboxes: 1, containers: map[string]Container{"a": {ID: "1", State: Running, Started: true, ResizeRestart: true}},
+			want: []string{"kill a (resize requires restart)", "restart a"}, initialized: true,
+		},
 		"startup probe failure restarts": {
 			pod: testPod(always, nil, "a"), sandboxes: 1, containers: map[string]Container{"a": {ID: "1", State: Running, StartupFailed: true}},
 			want: []string{"kill a (failed startup probe)", "restart a"}, initialized: true,

@@ -1,0 +1,59 @@
+package agent
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/nodekit/nodekit/examples/kubelet/cgroups"
+)
+
+func reqs(kv ...string) v1.ResourceList {
+	out := v1.ResourceList{}
+	for i := 0; i < len(kv); i += 2 {
+		out[v1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+	}
+	return out
+}
+
+func TestWidest(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		cur, want cgroups.Resources
+		widest    cgroups.Resources
+	}{
+		{"grow", cgroups.Resources{CPUQuota: 10000, Memory: 100}, cgroups.Resources{CPUShares: 20, CPUQuota: 20000, Memory: 200, CPUPeriod: 100000},
+			cgroups.Resources{CPUShares: 20, CPUQuota: 20000, Memory: 200, CPUPeriod: 100000}},
+		{"shrink keeps the old limits until the containers shrank", cgroups.Resources{CPUQuota: 20000, Memory: 200}, cgroups.Resources{CPUShares: 10, CPUQuota: 10000, Memory: 100},
+			cgroups.Resources{CPUShares: 10, CPUQuota: 20000, Memory: 200}},
+		{"unlimited stays unlimited in between", cgroups.Resources{CPUQuota: -1, Memory: -1}, cgroups.Resources{CPUQuota: 5000, Memory: 50},
+			cgroups.Resources{CPUQuota: -1, Memory: -1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.widest, widest(tc.cur, tc.want)) })
+	}
+}
+
+func TestResizeNeedsRestart(t *testing.T) {
+	restartMem := []v1.ContainerResizePolicy{{ResourceName: v1.ResourceCPU, RestartPolicy: v1.NotRequired}, {ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer}}
+	running := v1.ResourceRequirements{Requests: reqs("cpu", "100m", "memory", "64Mi"), Limits: reqs("cpu", "200m", "memory", "128Mi")}
+	for _, tc := range []struct {
+		name   string
+		policy []v1.ContainerResizePolicy
+		res    v1.ResourceRequirements
+		want   bool
+	}{
+		{"cpu change, cpu NotRequired", restartMem, v1.ResourceRequirements{Requests: reqs("cpu", "150m", "memory", "64Mi"), Limits: reqs("cpu", "300m", "memory", "128Mi")}, false},
+		{"memory limit change, memory RestartContainer", restartMem, v1.ResourceRequirements{Requests: reqs("cpu", "100m", "memory", "64Mi"), Limits: reqs("cpu", "200m", "memory", "256Mi")}, true},
+		{"equivalent quantities", restartMem, v1.ResourceRequirements{Requests: reqs("cpu", "0.1", "memory", "64Mi"), Limits: reqs("cpu", "200m", "memory", "134217728")}, false},
+		{"memory change, default policy", nil, v1.ResourceRequirements{Requests: reqs("cpu", "100m", "memory", "32Mi"), Limits: reqs("cpu", "200m", "memory", "128Mi")}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &v1.Container{Name: "c", ResizePolicy: tc.policy, Resources: tc.res}
+			assert.Equal(t, tc.want, resizeNeedsRestart(c, running))
+		})
+	}
+	assert.True(t, sameResources(running, *running.DeepCopy()))
+	assert.False(t, sameResources(running, v1.ResourceRequirements{Requests: running.Requests}))
+}

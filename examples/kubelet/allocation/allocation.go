@@ -1,0 +1,282 @@
+package allocation
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
+)
+
+// Reasons of the PodResizePending condition.
+const (
+	ReasonDeferred   = v1.PodReasonDeferred
+	ReasonInfeasible = v1.PodReasonInfeasible
+	// ReasonError is the PodResizeInProgress reason after a failed
+	// actuation.
+	ReasonError = v1.PodReasonError
+)
+
+// Verdict is an admission decision on a pod with new resources beside the
+// other pods (the kubelet's admit handlers).
+type Verdict struct {
+	Admit           bool
+	Reason, Message string
+}
+
+// Config configures a Manager.
+type Config struct {
+	// Admit decides whether pod, with the resources its spec asks for,
+	// fits beside others (their allocated resources). Required.
+	Admit func(ctx context.Context, pod *v1.Pod, others []*v1.Pod) Verdict
+	// Allocatable is the node's allocatable; a pod asking for more than
+	// all of it is Infeasible rather than Deferred. nil: never Infeasible.
+	Allocatable func() v1.ResourceList
+}
+
+// Manager tracks allocations. It is safe for concurrent use.
+type Manager struct {
+	cfg Config
+	mu  sync.Mutex
+	pod map[types.UID]*entry
+}
+
+type entry struct {
+	allocated map[string]v1.ResourceRequirements // by container name
+	actuated  map[string]v1.ResourceRequirements // by runtime container ID
+	pending   *v1.PodCondition
+	// A resize allocated and not yet actuated, since generation; a failed
+	// actuation leaves its error.
+	inProgress     bool
+	generation     int64
+	errMsg         string
+	lastPendingGen int64
+	lastPendingKey string
+}
+
+// New returns a Manager.
+func New(cfg Config) (*Manager, error) {
+	if cfg.Admit == nil {
+		return nil, fmt.Errorf("allocation: Admit is required")
+	}
+	return &Manager{cfg: cfg, pod: map[types.UID]*entry{}}, nil
+}
+
+// containers are the pod's containers whose resources are allocated:
+// init and app containers.
+func containers(pod *v1.Pod) []*v1.Container {
+	out := make([]*v1.Container, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers))
+	for i := range pod.Spec.InitContainers {
+		out = append(out, &pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		out = append(out, &pod.Spec.Containers[i])
+	}
+	return out
+}
+
+// entryFor returns the pod's entry, allocating its spec on first sight
+// (the pod was admitted with it). Callers hold mu.
+func (m *Manager) entryFor(pod *v1.Pod) *entry {
+	e := m.pod[pod.UID]
+	if e == nil {
+		e = &entry{allocated: map[string]v1.ResourceRequirements{}, actuated: map[string]v1.ResourceRequirements{}}
+		for _, c := range containers(pod) {
+			e.allocated[c.Name] = *c.Resources.DeepCopy()
+		}
+		m.pod[pod.UID] = e
+	}
+	return e
+}
+
+// differs reports whether pod's spec asks for other resources than e
+// holds.
+func (e *entry) differs(pod *v1.Pod) bool {
+	for _, c := range containers(pod) {
+		a, ok := e.allocated[c.Name]
+		if !ok || !apiequality.Semantic.DeepEqual(a, c.Resources) {
+			return true
+		}
+	}
+	return false
+}
+
+// Allocated returns pod with every container's resources replaced by its
+// allocation: pod itself when they agree, else a copy.
+func (m *Manager) Allocated(pod *v1.Pod) *v1.Pod {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.allocatedLocked(pod)
+}
+
+func (m *Manager) allocatedLocked(pod *v1.Pod) *v1.Pod {
+	e := m.entryFor(pod)
+	if !e.differs(pod) {
+		return pod
+	}
+	out := pod.DeepCopy()
+	for _, c := range containers(out) {
+		if a, ok := e.allocated[c.Name]; ok {
+			c.Resources = *a.DeepCopy()
+		}
+	}
+	return out
+}
+
+// Resize allocates the resources pod's spec asks for when they differ from
+// its allocation and fit beside others (the other active pods, as their
+// specs say; their allocations are substituted here). It reports whether a
+// resize started. A resize that does not fit leaves a PodResizePending
+// condition (Infeasible when the pod alone exceeds the node's allocatable,
+// else Deferred) and newPending is true the first time it is seen for
+// this generation and reason (for an event).
+func (m *Manager) Resize(ctx context.Context, pod *v1.Pod, others []*v1.Pod) (started, newPending bool) {
+	m.mu.Lock()
+	e := m.entryFor(pod)
+	if !e.differs(pod) {
+		e.pending = nil
+		m.mu.Unlock()
+		return false, false
+	}
+	allocatedOthers := make([]*v1.Pod, 0, len(others))
+	for _, o := range others {
+		if o.UID != pod.UID {
+			allocatedOthers = append(allocatedOthers, m.allocatedLocked(o))
+		}
+	}
+	m.mu.Unlock()
+
+	reason, msg := "", ""
+	if r, n, want, capacity := m.exceedsNode(pod); r {
+		reason, msg = ReasonInfeasible, fmt.Sprintf("Node didn't have enough capacity: %s, requested: %d, capacity: %d", n, want, capacity)
+	} else if v := m.cfg.Admit(ctx, pod, allocatedOthers); !v.Admit {
+		reason, msg = ReasonDeferred, v.Message
+	}
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if reason != "" {
+		e.pending = &v1.PodCondition{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: reason, Message: msg, ObservedGeneration: pod.Generation}
+		key := reason + "/" + msg
+		newPending = e.lastPendingGen != pod.Generation || e.lastPendingKey != key
+		e.lastPendingGen, e.lastPendingKey = pod.Generation, key
+		return false, newPending
+	}
+	for _, c := range containers(pod) {
+		e.allocated[c.Name] = *c.Resources.DeepCopy()
+	}
+	e.pending, e.inProgress, e.generation, e.errMsg = nil, true, pod.Generation, ""
+	return true, false
+}
+
+// exceedsNode reports the first of cpu and memory the pod requests more
+// of than the node has allocatable at all (milli-CPU, bytes).
+func (m *Manager) exceedsNode(pod *v1.Pod) (bool, v1.ResourceName, int64, int64) {
+	if m.cfg.Allocatable == nil {
+		return false, "", 0, 0
+	}
+	alloc := m.cfg.Allocatable()
+	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	if c, ok := alloc[v1.ResourceCPU]; ok && reqs.Cpu().MilliValue() > c.MilliValue() {
+		return true, v1.ResourceCPU, reqs.Cpu().MilliValue(), c.MilliValue()
+	}
+	if c, ok := alloc[v1.ResourceMemory]; ok && reqs.Memory().Value() > c.Value() {
+		return true, v1.ResourceMemory, reqs.Memory().Value(), c.Value()
+	}
+	return false, "", 0, 0
+}
+
+// Actuated returns the resources applied to the pod's container id, as
+// recorded by SetActuated.
+func (m *Manager) Actuated(uid types.UID, id string) (v1.ResourceRequirements, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.pod[uid]
+	if e == nil {
+		return v1.ResourceRequirements{}, false
+	}
+	r, ok := e.actuated[id]
+	return r, ok
+}
+
+// SetActuated records that container id of the pod runs with r.
+func (m *Manager) SetActuated(uid types.UID, id string, r v1.ResourceRequirements) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.pod[uid]; e != nil {
+		e.actuated[id] = *r.DeepCopy()
+	}
+}
+
+// Actuation ends an actuation pass: err nil means every running container
+// has its allocation, and completed reports whether a resize in progress
+// just finished (for an event). A non-nil err stays in the
+// PodResizeInProgress condition until the next pass.
+func (m *Manager) Actuation(uid types.UID, err error) (completed bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.pod[uid]
+	if e == nil {
+		return false
+	}
+	if err != nil {
+		e.inProgress, e.errMsg = true, err.Error()
+		return false
+	}
+	completed = e.inProgress
+	e.inProgress, e.errMsg = false, ""
+	return completed
+}
+
+// Conditions are the pod's resize conditions now: PodResizePending while
+// a resize does not fit, PodResizeInProgress while one is actuated (with
+// reason Error after a failure).
+func (m *Manager) Conditions(uid types.UID) []v1.PodCondition {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.pod[uid]
+	if e == nil {
+		return nil
+	}
+	var out []v1.PodCondition
+	if e.pending != nil {
+		out = append(out, *e.pending)
+	}
+	if e.inProgress {
+		c := v1.PodCondition{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue, ObservedGeneration: e.generation}
+		if e.errMsg != "" {
+			c.Reason, c.Message = ReasonError, e.errMsg
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// Forget drops a pod that is gone.
+func (m *Manager) Forget(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.pod, uid)
+}
+
+// Summary is a resize event's message body: the generation and each
+// container's allocated resources, as JSON.
+func Summary(pod *v1.Pod) string {
+	type ctr struct {
+		Name      string                  `json:"name"`
+		Resources v1.ResourceRequirements `json:"resources"`
+	}
+	s := struct {
+		Containers []ctr `json:"containers"`
+		Generation int64 `json:"generation"`
+	}{Generation: pod.Generation}
+	for _, c := range pod.Spec.Containers {
+		s.Containers = append(s.Containers, ctr{c.Name, c.Resources})
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
+}

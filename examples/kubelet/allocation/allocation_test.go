@@ -1,0 +1,104 @@
+package allocation
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func pod(uid string, gen int64, cpu string) *v1.Pod {
+	r := v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Generation: gen},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{Requests: r, Limits: r}}}}}
+}
+
+// fitCPU admits while the summed CPU requests stay within capacity milli-CPU.
+func fitCPU(capacity int64) func(context.Context, *v1.Pod, []*v1.Pod) Verdict {
+	return func(_ context.Context, p *v1.Pod, others []*v1.Pod) Verdict {
+		used := int64(0)
+		for _, o := range others {
+			used += o.Spec.Containers[0].Resources.Requests.Cpu().MilliValue()
+		}
+		if used+p.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() > capacity {
+			return Verdict{Reason: "OutOfcpu", Message: "Node didn't have enough resource: cpu"}
+		}
+		return Verdict{Admit: true}
+	}
+}
+
+func TestResize(t *testing.T) {
+	ctx := context.Background()
+	m, err := New(Config{Admit: fitCPU(1000), Allocatable: func() v1.ResourceList {
+		return v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), v1.ResourceMemory: resource.MustParse("1Gi")}
+	}})
+	require.NoError(t, err)
+	a, b := pod("a", 1, "500m"), pod("b", 1, "300m")
+	assert.Same(t, a, m.Allocated(a), "first sight: the spec is the allocation")
+	assert.Same(t, b, m.Allocated(b))
+
+	started, _ := m.Resize(ctx, a, []*v1.Pod{a, b})
+	assert.False(t, started, "nothing changed")
+
+	// Grow a to 600m: fits beside b's 300m.
+	a2 := pod("a", 2, "600m")
+	started, _ = m.Resize(ctx, a2, []*v1.Pod{a2, b})
+	assert.True(t, started)
+	assert.Same(t, a2, m.Allocated(a2))
+	assert.Equal(t, []v1.PodCondition{{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue, ObservedGeneration: 2}}, m.Conditions("a"))
+	assert.False(t, m.Actuation("a", errors.New("boom")))
+	assert.Equal(t, ReasonError, m.Conditions("a")[0].Reason)
+	assert.True(t, m.Actuation("a", nil), "the resize completes")
+	assert.Empty(t, m.Conditions("a"))
+
+	// b asks for 500m: 600m + 500m does not fit now — deferred, b keeps 300m.
+	b2 := pod("b", 2, "500m")
+	started, first := m.Resize(ctx, b2, []*v1.Pod{a2, b2})
+	assert.False(t, started)
+	assert.True(t, first)
+	_, first = m.Resize(ctx, b2, []*v1.Pod{a2, b2})
+	assert.False(t, first, "the same pending resize is reported once")
+	got := m.Allocated(b2)
+	assert.Equal(t, "300m", got.Spec.Containers[0].Resources.Requests.Cpu().String())
+	assert.Equal(t, "500m", b2.Spec.Containers[0].Resources.Requests.Cpu().String(), "the caller's pod is not modified")
+	conds := m.Conditions("b")
+	require.Len(t, conds, 1)
+	assert.Equal(t, v1.PodResizePending, conds[0].Type)
+	assert.Equal(t, ReasonDeferred, conds[0].Reason)
+	assert.Equal(t, int64(2), conds[0].ObservedGeneration)
+
+	// More than the node has: infeasible.
+	b3 := pod("b", 3, "2")
+	m.Resize(ctx, b3, []*v1.Pod{a2, b3})
+	conds = m.Conditions("b")
+	require.Len(t, conds, 1)
+	assert.Equal(t, ReasonInfeasible, conds[0].Reason)
+	assert.Equal(t, "Node didn't have enough capacity: cpu, requested: 2000, capacity: 1000", conds[0].Message)
+
+	// a shrinks; now b's 500m fits.
+	a3 := pod("a", 3, "400m")
+	started, _ = m.Resize(ctx, a3, []*v1.Pod{a3, b2})
+	assert.True(t, started)
+	started, _ = m.Resize(ctx, b2, []*v1.Pod{a3, b2})
+	assert.True(t, started)
+	assert.Len(t, m.Conditions("b"), 1, "in progress only")
+
+	m.SetActuated("b", "id1", b2.Spec.Containers[0].Resources)
+	r, ok := m.Actuated("b", "id1")
+	assert.True(t, ok)
+	assert.Equal(t, "500m", r.Requests.Cpu().String())
+	m.Forget("b")
+	_, ok = m.Actuated("b", "id1")
+	assert.False(t, ok)
+}
+
+func TestNewNeedsAdmit(t *testing.T) {
+	_, err := New(Config{})
+	assert.Error(t, err)
+}

@@ -1,0 +1,13 @@
+// Package allocation keeps the resources the agent has granted each pod's
+// containers (their "allocated" resources) apart from what the pod spec
+// asks for, which is how the kubelet handles in-place pod resize: a pod's
+// new resources are allocated only when they fit beside the other pods'
+// allocations (else the resize is pending, Deferred or Infeasible), then
+// actuated container by container; until every running container has its
+// allocated resources applied, the resize is in progress.
+//
+// The Manager answers the pod status's questions: allocatedResources and
+// resources of each container, and the PodResizePending and
+// PodResizeInProgress conditions. The caller actuates (pod cgroup, CRI
+// UpdateContainerResources) and reports with SetActuated and Actuated.
+package allocation

@@ -1,0 +1,123 @@
+package containergc
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+func ctr(id, sandbox, pod, name string, created int64, state runtimeapi.ContainerState) *runtimeapi.Container {
+	return &runtimeapi.Container{Id: id, PodSandboxId: sandbox, CreatedAt: created, State: state,
+		Metadata: &runtimeapi.ContainerMetadata{Name: name},
+		Labels:   map[string]string{labelPodUID: pod, labelContainerName: name}}
+}
+
+func sandbox(id, pod string, created int64, ready bool) *runtimeapi.PodSandbox {
+	st := runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	if ready {
+		st = runtimeapi.PodSandboxState_SANDBOX_READY
+	}
+	return &runtimeapi.PodSandbox{Id: id, CreatedAt: created, State: st, Metadata: &runtimeapi.PodSandboxMetadata{Uid: pod}}
+}
+
+const (
+	exited  = runtimeapi.ContainerState_CONTAINER_EXITED
+	running = runtimeapi.ContainerState_CONTAINER_RUNNING
+	created = runtimeapi.ContainerState_CONTAINER_CREATED
+)
+
+func TestSelect(t *testing.T) {
+	live := func(u types.UID) bool { return u == "live" }
+	for _, tc := range []struct {
+		name       string
+		policy     Policy
+		containers []*runtimeapi.Container
+		sandboxes  []*runtimeapi.PodSandbox
+		want       Selection
+	}{
+		{
+			name: "a crash-looping container keeps its newest dead instance",
+			containers: []*runtimeapi.Container{
+				ctr("c1", "s1", "live", "app", 1, exited), ctr("c2", "s1", "live", "app", 2, exited),
+				ctr("c3", "s1", "live", "app", 3, exited), ctr("c4", "s1", "live", "app", 4, running),
+				ctr("d1", "s1", "live", "side", 1, exited),
+			},
+			sandboxes: []*runtimeapi.PodSandbox{sandbox("s1", "live", 1, true)},
+			want:      Selection{Containers: []string{"c1", "c2"}},
+		},
+		{
+			name:       "keep more by policy",
+			policy:     Policy{MaxPerPodContainer: 2},
+			containers: []*runtimeapi.Container{ctr("c1", "s1", "live", "app", 1, exited), ctr("c2", "s1", "live", "app", 2, exited), ctr("c3", "s1", "live", "app", 3, exited)},
+			want:       Selection{Containers: []string{"c1"}},
+		},
+		{
+			name:       "keep none by policy; created-but-never-started counts as dead",
+			policy:     Policy{MaxPerPodContainer: -1},
+			containers: []*runtimeapi.Container{ctr("c1", "s1", "live", "app", 1, exited), ctr("c2", "s1", "live", "app", 2, created)},
+			want:       Selection{Containers: []string{"c1", "c2"}},
+		},
+		{
+			name: "old sandboxes of a live pod go once empty; the newest stays even not ready",
+			containers: []*runtimeapi.Container{
+				ctr("c1", "s1", "live", "app", 1, exited), // older dead instance in the old sandbox: removed
+				ctr("c2", "s2", "live", "app", 2, exited), // newest dead: kept, holds s2
+			},
+			sandboxes: []*runtimeapi.PodSandbox{sandbox("s1", "live", 1, false), sandbox("s2", "live", 2, false), sandbox("s3", "live", 3, false)},
+			want:      Selection{Containers: []string{"c1"}, Sandboxes: []string{"s1"}},
+		},
+		{
+			name:       "a gone pod loses every dead thing, never what runs",
+			containers: []*runtimeapi.Container{ctr("c1", "s1", "gone", "app", 1, exited), ctr("c2", "s2", "gone", "app", 2, running)},
+			sandboxes:  []*runtimeapi.PodSandbox{sandbox("s1", "gone", 1, false), sandbox("s2", "gone", 2, true), sandbox("s3", "gone", 3, false)},
+			want:       Selection{Containers: []string{"c1"}, Sandboxes: []string{"s1", "s3"}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, Select(tc.policy, tc.containers, tc.sandboxes, live))
+		})
+	}
+}
+
+type fakeRuntime struct {
+	containers []*runtimeapi.Container
+	sandboxes  []*runtimeapi.PodSandbox
+	removed    []string
+	fail       string
+}
+
+func (f *fakeRuntime) ListContainers(context.Context, *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	return f.containers, nil
+}
+func (f *fakeRuntime) ListPodSandbox(context.Context, *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	return f.sandboxes, nil
+}
+func (f *fakeRuntime) RemoveContainer(_ context.Context, id string) error {
+	if id == f.fail {
+		return errors.New("busy")
+	}
+	f.removed = append(f.removed, id)
+	return nil
+}
+func (f *fakeRuntime) RemovePodSandbox(_ context.Context, id string) error {
+	f.removed = append(f.removed, id)
+	return nil
+}
+
+func TestCollect(t *testing.T) {
+	rt := &fakeRuntime{
+		containers: []*runtimeapi.Container{ctr("c1", "s1", "gone", "a", 1, exited), ctr("c2", "s1", "gone", "b", 1, exited)},
+		sandboxes:  []*runtimeapi.PodSandbox{sandbox("s1", "gone", 1, false)},
+		fail:       "c1",
+	}
+	sel, err := Collect(context.Background(), rt, Policy{}, func(types.UID) bool { return false })
+	require.Error(t, err, "a failed removal is reported")
+	assert.Contains(t, err.Error(), "c1")
+	assert.Equal(t, []string{"c1", "c2"}, sel.Containers)
+	assert.Equal(t, []string{"c2", "s1"}, rt.removed, "the rest still goes")
+}
