@@ -447,3 +447,65 @@ func TestReferenceAgentCgroupsContainerd(t *testing.T) {
 		return os.IsNotExist(err)
 	})
 }
+
+// TestReferenceAgentContainerSpecContainerd runs a container whose user,
+// groups, privileges, capabilities, hosts file, DNS and environment all
+// come from its spec, and checks what the process sees from inside.
+func TestReferenceAgentContainerSpecContainerd(t *testing.T) {
+	ep := containerdEndpoint(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	const node = "ctd-spec-node"
+	admin := srv.AdminClient()
+	ensureDefaultServiceAccount(t, admin, "default")
+	root := t.TempDir()
+	a, err := agent.New(ctx, agent.Options{NodeName: node, Kube: srv.NodeConfig(node), RuntimeEndpoint: ep,
+		NodeIP: "10.89.0.1", HTTPAddr: "-", CgroupRoot: cgroupRoot(t), RootDir: root, PodLogsDir: t.TempDir(),
+		ClusterDomain: "cluster.local", ClusterDNS: []string{"10.96.0.10"}})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ctd-spec"}, Spec: v1.PodSpec{
+		NodeName: node, RestartPolicy: v1.RestartPolicyNever, Hostname: "web-0", Subdomain: "web",
+		HostAliases: []v1.HostAlias{{IP: "10.1.2.3", Hostnames: []string{"db.example"}}},
+		DNSConfig:   &v1.PodDNSConfig{Searches: []string{"extra.example"}, Options: []v1.PodDNSConfigOption{{Name: "ndots", Value: ptr.To("2")}}},
+		SecurityContext: &v1.PodSecurityContext{RunAsUser: ptr.To[int64](1000), RunAsGroup: ptr.To[int64](2000),
+			SupplementalGroups: []int64{3000}},
+		Volumes: []v1.Volume{{Name: "out", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}},
+		Containers: []v1.Container{{Name: "app", Image: busybox,
+			VolumeMounts: []v1.VolumeMount{{Name: "out", MountPath: "/out"}},
+			SecurityContext: &v1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false),
+				Capabilities: &v1.Capabilities{Drop: []v1.Capability{"ALL"}, Add: []v1.Capability{"NET_BIND_SERVICE"}}},
+			Env: []v1.EnvVar{{Name: "GREETING", Value: "hello"},
+				{Name: "POD_NAME", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+				{Name: "MESSAGE", Value: "$(GREETING) from $(POD_NAME), not $(LATER)"}, {Name: "LATER", Value: "x"}},
+			Command: []string{"sh", "-c", "{ id; grep -E '^(NoNewPrivs|CapBnd)' /proc/self/status; cat /etc/hosts /etc/resolv.conf; " +
+				"echo \"msg=$MESSAGE\"; hostname; } > /out/.spec; mv /out/.spec /out/spec"}}},
+	}}
+	created, err := admin.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+	require.NoError(t, err)
+	out := filepath.Join(root, "pods", string(created.UID), "volumes", "kubernetes.io~empty-dir", "out", "spec")
+	require.Eventually(t, func() bool { _, err := os.Stat(out); return err == nil }, 90*time.Second, 250*time.Millisecond, "the container reports")
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	got := string(b)
+	assert.Contains(t, got, "uid=1000 gid=2000 groups=2000,3000", "user, group and supplemental groups")
+	assert.Regexp(t, `NoNewPrivs:\s+1`, got, "allowPrivilegeEscalation: false")
+	assert.Regexp(t, `CapBnd:\s+0000000000000400`, got, "ALL dropped, NET_BIND_SERVICE added")
+	assert.Regexp(t, `10\.1\.2\.3\s+db\.example`, got, "hostAliases in the kubelet's /etc/hosts")
+	assert.Regexp(t, `\S+\s+web-0\.web\.default\.svc\.cluster\.local\s+web-0`, got, "the pod's own FQDN line")
+	assert.Contains(t, got, "nameserver 10.96.0.10", "ClusterFirst uses --cluster-dns")
+	assert.Contains(t, got, "search default.svc.cluster.local svc.cluster.local cluster.local extra.example")
+	assert.Contains(t, got, "options ndots:2")
+	assert.Contains(t, got, "msg=hello from ctd-spec, not $(LATER)", "$(VAR) expansion of earlier variables, a fieldRef among them")
+	assert.Contains(t, got, "\nweb-0\n", "hostname")
+
+	require.NoError(t, admin.CoreV1().Pods("default").Delete(ctx, "ctd-spec", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}))
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(filepath.Join(root, "pods", string(created.UID)))
+		return os.IsNotExist(err)
+	}, 90*time.Second, 250*time.Millisecond, "its volumes are torn down")
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
@@ -26,6 +27,7 @@ import (
 	"github.com/nodekit/nodekit/examples/kubelet/admission"
 	"github.com/nodekit/nodekit/examples/kubelet/allocation"
 	"github.com/nodekit/nodekit/examples/kubelet/cgroups"
+	"github.com/nodekit/nodekit/examples/kubelet/containergc"
 	"github.com/nodekit/nodekit/examples/kubelet/env"
 	"github.com/nodekit/nodekit/examples/kubelet/images"
 	"github.com/nodekit/nodekit/examples/kubelet/objects"
@@ -78,6 +80,9 @@ type Agent struct {
 	apiLn      net.Listener // closed on close if Run never took it
 
 	pods podStore
+
+	gcMu   sync.Mutex
+	lastGC time.Time // of the last container GC pass
 }
 
 // podStore is the agent's view of desired pods and mirror pods.
@@ -400,8 +405,9 @@ func (a *Agent) buildEviction() error {
 	}
 	a.evict, err = eviction.New(eviction.Config{
 		Thresholds: thresholds, Summary: a.summary, ActivePods: a.activePods, KillPod: a.killPod,
-		PodCleanedUp: func(p *v1.Pod) bool { return a.workers.ShouldPodBeFinished(p.UID) },
-		Recorder:     a.recorder, NodeRef: a.nodeRef(), Clock: a.opts.Clock, Registerer: a.registry,
+		PodCleanedUp:           func(p *v1.Pod) bool { return a.workers.ShouldPodBeFinished(p.UID) },
+		DeleteUnusedContainers: a.collectContainers,
+		Recorder:               a.recorder, NodeRef: a.nodeRef(), Clock: a.opts.Clock, Registerer: a.registry,
 	})
 	return err
 }
@@ -511,6 +517,31 @@ func (a *Agent) runtimeHealth() error {
 		return err
 	}
 	return nil
+}
+
+// containerGCPeriod is the kubelet's ContainerGCPeriod.
+const containerGCPeriod = time.Minute
+
+// collectContainers removes dead containers and sandboxes as the kubelet's
+// container GC does (eviction's reclaim calls it too): a pod the agent
+// still knows keeps the newest dead instance of each container and its
+// newest sandbox.
+func (a *Agent) collectContainers(ctx context.Context) error {
+	a.gcMu.Lock()
+	defer a.gcMu.Unlock()
+	a.lastGC = a.opts.Clock.Now()
+	_, err := containergc.Collect(ctx, a.rt, containergc.Policy{}, func(uid types.UID) bool {
+		_, ok := a.podByUID(uid)
+		return ok
+	})
+	return err
+}
+
+// containerGCDue reports whether a GC period passed since the last pass.
+func (a *Agent) containerGCDue() bool {
+	a.gcMu.Lock()
+	defer a.gcMu.Unlock()
+	return a.opts.Clock.Since(a.lastGC) >= containerGCPeriod
 }
 
 func (a *Agent) podByUID(uid types.UID) (*v1.Pod, bool) {

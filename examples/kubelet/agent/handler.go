@@ -195,6 +195,11 @@ func (a *Agent) HandlePodCleanups(ctx context.Context) error {
 		klog.FromContext(ctx).Error(err, "Clean up orphaned pod volumes")
 	}
 	a.cleanupCgroups(ctx, keep)
+	if a.containerGCDue() {
+		if err := a.collectContainers(ctx); err != nil {
+			klog.FromContext(ctx).Error(err, "Container GC")
+		}
+	}
 	return nil
 }
 

@@ -1,11 +1,16 @@
 package agent
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodekit/nodekit/examples/kubelet/cgroups"
 )
@@ -56,4 +61,32 @@ func TestResizeNeedsRestart(t *testing.T) {
 	}
 	assert.True(t, sameResources(running, *running.DeepCopy()))
 	assert.False(t, sameResources(running, v1.ResourceRequirements{Requests: running.Requests}))
+}
+
+func TestSandboxConfigCgroup(t *testing.T) {
+	mnt := t.TempDir()
+	for _, h := range []string{"cpu", "memory"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(mnt, h), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(mnt, h, "cgroup.procs"), nil, 0o644))
+	}
+	cg, err := cgroups.New(cgroups.Config{Mount: mnt})
+	require.NoError(t, err)
+	s := &syncer{cgroups: cg, logsDir: "/var/log/pods"}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1"}, Spec: v1.PodSpec{
+		Overhead: reqs("cpu", "100m", "memory", "32Mi"),
+		Containers: []v1.Container{{Name: "a", Resources: v1.ResourceRequirements{Requests: reqs("cpu", "250m"), Limits: reqs("cpu", "500m", "memory", "128Mi")}},
+			{Name: "b", Resources: v1.ResourceRequirements{Requests: reqs("cpu", "250m"), Limits: reqs("cpu", "500m", "memory", "128Mi")}}},
+	}}
+	cfg, err := s.sandboxConfig(pod, 0, false)
+	require.NoError(t, err)
+	assert.Equal(t, "/kubepods/burstable/podu1", cfg.Linux.CgroupParent)
+	assert.Equal(t, &runtimeapi.LinuxContainerResources{CpuShares: 512, CpuPeriod: 100000, CpuQuota: 100000, MemoryLimitInBytes: 256 << 20},
+		cfg.Linux.Resources, "the pod's sums, without overhead")
+	assert.Equal(t, &runtimeapi.LinuxContainerResources{CpuShares: 102, CpuPeriod: 100000, CpuQuota: 10000, MemoryLimitInBytes: 32 << 20},
+		cfg.Linux.Overhead)
+
+	s.cgroups = nil
+	cfg, err = s.sandboxConfig(pod, 0, false)
+	require.NoError(t, err)
+	assert.Empty(t, cfg.Linux.CgroupParent, "without pod cgroups the runtime picks")
 }
