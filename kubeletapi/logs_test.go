@@ -264,3 +264,37 @@ func TestContainerLogsNotImplemented(t *testing.T) {
 	w := get(srv.Handler(), "/containerLogs/ns/p/c")
 	require.Equal(t, http.StatusNotImplemented, w.Code)
 }
+
+// FuzzParseLogOptions: any query gives options or an error, never a
+// panic; options that validate are within the API's bounds.
+func FuzzParseLogOptions(f *testing.F) {
+	f.Add("container=app&follow=true&tailLines=10&limitBytes=100&timestamps")
+	f.Add("tail=all&previous=1&sinceSeconds=5")
+	f.Add("tail=-3&sinceTime=2026-01-02T03:04:05Z&sinceSeconds=9")
+	f.Add("stream=Stdout&limitBytes=0&follow=maybe")
+	f.Add("tailLines=99999999999999999999999&%zz")
+	f.Fuzz(func(t *testing.T, query string) {
+		q, err := url.ParseQuery(query)
+		if err != nil {
+			return // the server answers 400 before parsing
+		}
+		opts, err := kubeletapi.ParseLogOptions(q)
+		if err != nil {
+			require.Nil(t, opts)
+			return
+		}
+		if kubeletapi.ValidateLogOptions(opts) != nil {
+			return
+		}
+		if opts.TailLines != nil {
+			require.GreaterOrEqual(t, *opts.TailLines, int64(0))
+		}
+		if opts.LimitBytes != nil {
+			require.GreaterOrEqual(t, *opts.LimitBytes, int64(1))
+		}
+		if opts.SinceSeconds != nil {
+			require.GreaterOrEqual(t, *opts.SinceSeconds, int64(1))
+		}
+		require.False(t, opts.SinceSeconds != nil && opts.SinceTime != nil, "sinceSeconds and sinceTime exclude each other")
+	})
+}

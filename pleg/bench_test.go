@@ -45,12 +45,39 @@ func newFakeRuntime(pods, perPod int) *fakeRuntime {
 	return f
 }
 
-func (f *fakeRuntime) ListPodSandbox(context.Context, *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
-	return f.sandboxes, nil
+func (f *fakeRuntime) ListPodSandbox(_ context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	if filter == nil {
+		return f.sandboxes, nil
+	}
+	var out []*runtimeapi.PodSandbox
+	for _, s := range f.sandboxes {
+		if labelsMatch(s.Labels, filter.LabelSelector) {
+			out = append(out, s)
+		}
+	}
+	return out, nil
 }
 
-func (f *fakeRuntime) ListContainers(context.Context, *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
-	return f.containers, nil
+func (f *fakeRuntime) ListContainers(_ context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	if filter == nil {
+		return f.containers, nil
+	}
+	var out []*runtimeapi.Container
+	for _, c := range f.containers {
+		if (filter.PodSandboxId == "" || filter.PodSandboxId == c.PodSandboxId) && labelsMatch(c.Labels, filter.LabelSelector) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+func labelsMatch(labels, selector map[string]string) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 func (f *fakeRuntime) PodSandboxStatus(_ context.Context, id string, _ bool) (*runtimeapi.PodSandboxStatusResponse, error) {

@@ -135,7 +135,10 @@ func (g *Generator) RelistPod(ctx context.Context, uid types.UID) (RelistResult,
 	return res, nil
 }
 
-// listPod lists the sandboxes labelled with uid and their containers.
+// listPod lists the sandboxes labelled with uid, their containers, and the
+// containers labelled with uid whose sandbox is not among them — the pod's
+// share of a full listing as group assigns it, so that a single-pod relist
+// and a full one never disagree about a container.
 func (g *Generator) listPod(ctx context.Context, uid types.UID) ([]entry, error) {
 	cctx, cancel := clockctx.WithTimeout(ctx, g.clock, g.cfg.RuntimeRequestTimeout)
 	defer cancel()
@@ -144,16 +147,27 @@ func (g *Generator) listPod(ctx context.Context, uid types.UID) ([]entry, error)
 		return nil, fmt.Errorf("list pod sandboxes: %w", callErr(cctx, err))
 	}
 	var entries []entry
+	ours := map[string]bool{}
 	for _, s := range sandboxes {
 		if s.GetMetadata().GetUid() != string(uid) {
 			continue
 		}
+		ours[s.Id] = true
 		entries = append(entries, entry{id: s.Id, state: SandboxState(s.State), sandbox: true})
 		containers, err := g.rt.ListContainers(cctx, &runtimeapi.ContainerFilter{PodSandboxId: s.Id})
 		if err != nil {
 			return nil, fmt.Errorf("list containers of sandbox %s: %w", s.Id, callErr(cctx, err))
 		}
 		for _, c := range containers {
+			entries = append(entries, entry{id: c.Id, state: ContainerState(c.State)})
+		}
+	}
+	labelled, err := g.rt.ListContainers(cctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{PodUIDLabel: string(uid)}})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", callErr(cctx, err))
+	}
+	for _, c := range labelled {
+		if !ours[c.PodSandboxId] && c.Labels[PodUIDLabel] == string(uid) {
 			entries = append(entries, entry{id: c.Id, state: ContainerState(c.State)})
 		}
 	}

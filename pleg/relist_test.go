@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodekit/nodekit/internal/crisim"
@@ -331,4 +332,27 @@ func TestHealthy(t *testing.T) {
 	ok, err = g.Healthy()
 	require.True(t, ok)
 	require.NoError(t, err)
+}
+
+// TestRelistPodAgreesWithFullRelist: a running container whose sandbox is
+// not listed belongs to its labelled pod in both kinds of relist — a
+// single-pod relist must not report it died and removed.
+func TestRelistPodAgreesWithFullRelist(t *testing.T) {
+	rt := newFakeRuntime(1, 1)
+	uid := rt.sandboxes[0].Metadata.Uid
+	rt.containers = append(rt.containers, &runtimeapi.Container{Id: "stray", PodSandboxId: "unlisted",
+		State: runtimeapi.ContainerState_CONTAINER_RUNNING, Metadata: &runtimeapi.ContainerMetadata{Name: "x"},
+		Labels: map[string]string{PodUIDLabel: uid}})
+	g, err := New(Config{Runtime: rt})
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = g.Relist(ctx)
+	require.NoError(t, err)
+	require.Contains(t, drain(g), PodLifecycleEvent{ID: types.UID(uid), Type: ContainerStarted, Data: "stray"}, "the stray container starts with its pod")
+	_, err = g.RelistPod(ctx, types.UID(uid))
+	require.NoError(t, err)
+	require.Empty(t, drain(g), "nothing changed")
+	_, err = g.Relist(ctx)
+	require.NoError(t, err)
+	require.Empty(t, drain(g))
 }

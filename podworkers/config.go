@@ -32,8 +32,9 @@ const (
 
 // StatusBarrier blocks until the host's runtime status for uid is newer than
 // after (the end of the pod's previous sync; zero before the first), or ctx
-// is done. It is the PLEG cache's GetNewerThan, without the status: the
-// Syncer reads the status from the same cache afterwards. It is called from
+// is done. Pass the PLEG cache's WaitNewerThan (GetNewerThan without the
+// status, which has this shape): the Syncer reads the status from the same
+// cache afterwards. It is called from
 // worker goroutines, concurrently for different pods, and must honour ctx.
 // An error fails the sync and is retried after the backoff.
 type StatusBarrier func(ctx context.Context, uid types.UID, after time.Time) error

@@ -19,7 +19,7 @@
 // does the same work in the caller's goroutine.
 //
 // Before each sync of a pod with config the worker calls the StatusBarrier
-// (the PLEG cache's GetNewerThan) so the Syncer sees runtime status newer
+// (the PLEG cache's WaitNewerThan) so the Syncer sees runtime status newer
 // than its previous sync. Then, by state:
 //
 //	syncing      SyncPod(updateType, pod, mirrorPod) until it reports terminal

@@ -118,6 +118,16 @@ func TestHTTPProbe(t *testing.T) {
 		require.Equal(t, []string{"mine"}, r.Header.Values("User-Agent"))
 		require.Empty(t, r.Header.Values("Accept"))
 	})
+	t.Run("empty user agent sends none, a second one is ignored", func(t *testing.T) {
+		a := &v1.HTTPGetAction{Path: "/ok", Port: intPort(port), HTTPHeaders: []v1.HTTPHeader{{Name: "user-agent", Value: ""}}}
+		out, _ := httpProbeOnce(t, realNet(), a, host, time.Second)
+		require.Equal(t, success, out)
+		require.Empty(t, lastReq.Load().Header.Values("User-Agent"))
+		a.HTTPHeaders = []v1.HTTPHeader{{Name: "User-Agent", Value: "first"}, {Name: "User-Agent", Value: "second"}}
+		out, _ = httpProbeOnce(t, realNet(), a, host, time.Second)
+		require.Equal(t, success, out)
+		require.Equal(t, []string{"first"}, lastReq.Load().Header.Values("User-Agent"))
+	})
 	t.Run("connection refused", func(t *testing.T) {
 		out, msg := httpProbeOnce(t, realNet(), &v1.HTTPGetAction{Path: "/", Port: intPort(closedPort(t))}, "127.0.0.1", time.Second)
 		require.Equal(t, failure, out)

@@ -215,7 +215,13 @@ func compileHTTP(a *v1.HTTPGetAction) (*httpTarget, error) {
 		case "Connection":
 			continue // always "close"
 		case "User-Agent":
+			// As Go's HTTP client sends it: the first value only, and an
+			// empty one sends none at all.
+			if !ht.hasUA && h.Value != "" {
+				b.WriteString(name + ": " + h.Value + "\r\n")
+			}
 			ht.hasUA = true
+			continue
 		case "Accept":
 			accept = false
 			if firstValue(a.HTTPHeaders, "Accept") == "" {

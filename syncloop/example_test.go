@@ -85,7 +85,8 @@ func Example_run() {
 	loop, err := syncloop.New(syncloop.Config{
 		Handler: host{},
 		Sources: []syncloop.Source{api, files},
-		// RuntimeHealth: plegHealthy, PodsToSync: workers.Due, ...
+		// RuntimeHealth and PodsToSync come from the host (its PLEG's
+		// health, its pod workers' DuePods mapped to pods), ...
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -111,3 +111,30 @@ func TestInvalidManifestsNameTheField(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseStaticPod: any bytes as a manifest file give either a
+// *ManifestError or a prepared static pod, never a panic.
+func FuzzParseStaticPod(f *testing.F) {
+	f.Add([]byte("apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers: [{name: c, image: busybox}]\n"))
+	f.Add([]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"j","namespace":"ns"},"spec":{"containers":[{"name":"c","image":"i","ports":[{"containerPort":80,"hostPort":8080}]}]}}`))
+	f.Add([]byte("apiVersion: v1\nkind: PodList\nitems:\n- metadata: {name: a}\n  spec: {containers: [{name: c, image: i}]}\n"))
+	f.Add([]byte("apiVersion: v1\nkind: Pod\nmetadata: {name: \"\"}\n"))
+	f.Add([]byte("apiVersion: v2\nkind: Deployment\n"))
+	f.Add([]byte("{{{{"))
+	f.Add([]byte("- [a, b]\n- {c: d}\n"))
+	f.Add([]byte{0xff, 0xfe, 0x00})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		pod, err := parseStaticPod("fuzz.yaml", data, "node-1", "file")
+		if err != nil {
+			var me *ManifestError
+			require.True(t, errors.As(err, &me), "error %v is not a *ManifestError", err)
+			require.Contains(t, err.Error(), "fuzz.yaml")
+			return
+		}
+		require.NotEmpty(t, pod.UID)
+		require.Equal(t, "node-1", pod.Spec.NodeName)
+		require.True(t, strings.HasSuffix(pod.Name, "-node-1"), pod.Name)
+		require.NotEmpty(t, pod.Namespace)
+		require.NotEmpty(t, pod.Spec.Containers)
+	})
+}

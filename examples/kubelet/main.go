@@ -80,6 +80,9 @@ func run() error {
 	fs.StringVar(&opts.ResolvConf, "resolv-conf", "", `node resolver file for dnsPolicy Default (default /etc/resolv.conf with a real runtime; "-" for none)`)
 	fs.StringVar(&opts.RootDir, "root-dir", "", "directory of pod volumes and state (default /var/lib/kubelet with a real runtime)")
 	fs.StringVar(&opts.PodLogsDir, "pod-logs-dir", "", "root of container logs (default /var/log/pods with a real runtime)")
+	serializePulls, maxPulls := true, 0
+	fs.BoolVar(&serializePulls, "serialize-image-pulls", true, "pull one image at a time")
+	fs.IntVar(&maxPulls, "max-parallel-image-pulls", 0, "with --serialize-image-pulls=false: pulls in flight at most (0: no bound)")
 	cgroupsPerQOS := true
 	fs.BoolVar(&cgroupsPerQOS, "cgroups-per-qos", true, "keep the pod cgroup tree: kubepods/{burstable,besteffort}/pod<uid> (real runtime only)")
 	fs.StringVar(&opts.CgroupDriver, "cgroup-driver", "cgroupfs", "cgroup driver; only cgroupfs is supported, the runtime must use it too")
@@ -97,6 +100,14 @@ func run() error {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	opts.DisableCgroupsPerQOS = !cgroupsPerQOS
+	switch {
+	case serializePulls:
+		opts.MaxParallelImagePulls = 0
+	case maxPulls > 0:
+		opts.MaxParallelImagePulls = maxPulls
+	default:
+		opts.MaxParallelImagePulls = -1
+	}
 	if kubeconfig != "" {
 		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 		if err != nil {

@@ -31,6 +31,7 @@ import (
 	"github.com/nodekit/nodekit/examples/kubelet/env"
 	"github.com/nodekit/nodekit/examples/kubelet/images"
 	"github.com/nodekit/nodekit/examples/kubelet/objects"
+	"github.com/nodekit/nodekit/examples/kubelet/podmanager"
 	"github.com/nodekit/nodekit/examples/kubelet/podnet"
 	"github.com/nodekit/nodekit/examples/kubelet/volumes"
 	"github.com/nodekit/nodekit/internal/crisim"
@@ -79,21 +80,11 @@ type Agent struct {
 	apiPort    int          // the bound kubelet API port, 0 when disabled
 	apiLn      net.Listener // closed on close if Run never took it
 
-	pods podStore
+	pods *podmanager.Manager
 
 	gcMu   sync.Mutex
 	lastGC time.Time // of the last container GC pass
 }
-
-// podStore is the agent's view of desired pods and mirror pods.
-type podStore struct {
-	mu       sync.Mutex
-	byUID    map[types.UID]*v1.Pod
-	mirrors  map[string]*v1.Pod // by static pod full name
-	rejected map[types.UID]bool // refused by admission: never started
-}
-
-func fullName(p *v1.Pod) string { return p.Name + "_" + p.Namespace }
 
 // New connects to the runtime (starting the simulator if asked) and builds
 // every component. Nothing runs until Run.
@@ -102,7 +93,7 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	a := &Agent{opts: opts, registry: prometheus.NewRegistry(),
-		pods: podStore{byUID: map[types.UID]*v1.Pod{}, mirrors: map[string]*v1.Pod{}, rejected: map[types.UID]bool{}}}
+		pods: podmanager.New()}
 	if opts.Kube != nil {
 		cs, err := kubernetes.NewForConfig(opts.Kube)
 		if err != nil {
@@ -226,7 +217,7 @@ func (a *Agent) build(ctx context.Context) error {
 		a.informers = informers.NewSharedInformerFactory(a.client, 0)
 		a.services = a.informers.Core().V1().Services().Informer()
 	}
-	puller, err := images.New(images.Config{Images: a.images, Clock: a.opts.Clock})
+	puller, err := images.New(images.Config{Images: a.images, Clock: a.opts.Clock, MaxParallelPulls: a.opts.MaxParallelImagePulls})
 	if err != nil {
 		return err
 	}
@@ -442,17 +433,7 @@ func (a *Agent) nodeRef() *v1.ObjectReference {
 // resources, as the kubelet's GetActivePods: not rejected, not in a
 // terminal phase, not known terminated (a terminating pod is active).
 func (a *Agent) activePods() []*v1.Pod {
-	a.pods.mu.Lock()
-	defer a.pods.mu.Unlock()
-	out := make([]*v1.Pod, 0, len(a.pods.byUID))
-	for uid, p := range a.pods.byUID {
-		if a.pods.rejected[uid] || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed ||
-			a.workers.IsPodKnownTerminated(uid) {
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
+	return a.pods.Active(a.workers.IsPodKnownTerminated)
 }
 
 // killPod evicts a pod through the pod workers and waits for its containers
@@ -545,10 +526,7 @@ func (a *Agent) containerGCDue() bool {
 }
 
 func (a *Agent) podByUID(uid types.UID) (*v1.Pod, bool) {
-	a.pods.mu.Lock()
-	defer a.pods.mu.Unlock()
-	p, ok := a.pods.byUID[uid]
-	return p, ok
+	return a.pods.Get(uid)
 }
 
 // podsToSync returns the pods whose resync or retry is due; due pods no

@@ -87,29 +87,15 @@ func (a *Agent) buildAPI() error {
 type agentPods struct{ a *Agent }
 
 func (p agentPods) GetPodByName(namespace, name string) (*v1.Pod, bool) {
-	var found *v1.Pod
-	p.a.pods.mu.Lock()
-	for _, pod := range p.a.pods.byUID {
-		// Of two pods with one name (one being deleted), the newer wins.
-		if pod.Namespace == namespace && pod.Name == name &&
-			(found == nil || found.CreationTimestamp.Before(&pod.CreationTimestamp)) {
-			found = pod
-		}
-	}
-	p.a.pods.mu.Unlock()
-	if found == nil {
+	found, ok := p.a.pods.GetByName(namespace, name)
+	if !ok {
 		return nil, false
 	}
 	return p.a.status.withStatus(found), true
 }
 
 func (p agentPods) GetPods() []*v1.Pod {
-	p.a.pods.mu.Lock()
-	pods := make([]*v1.Pod, 0, len(p.a.pods.byUID))
-	for _, pod := range p.a.pods.byUID {
-		pods = append(pods, pod)
-	}
-	p.a.pods.mu.Unlock()
+	pods := p.a.pods.Pods()
 	for i, pod := range pods {
 		pods[i] = p.a.status.withStatus(pod)
 	}

@@ -38,9 +38,7 @@ func (a *Agent) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 		a.storePod(pod)
 		if res := a.admit.Admit(ctx, admission.Attributes{Pod: pod, OtherPods: others}); !res.Admit {
 			klog.FromContext(ctx).Info("Pod rejected", "pod", klog.KObj(pod), "reason", res.Reason, "message", res.Message)
-			a.pods.mu.Lock()
-			a.pods.rejected[pod.UID] = true
-			a.pods.mu.Unlock()
+			a.pods.Reject(pod.UID)
 			a.recorder.Event(pod, v1.EventTypeWarning, res.Reason, res.Message)
 			a.reject(ctx, pod, res.Reason, res.Message)
 			continue
@@ -79,15 +77,10 @@ func (a *Agent) HandlePodUpdates(ctx context.Context, pods []*v1.Pod) {
 func (a *Agent) HandlePodRemoves(ctx context.Context, pods []*v1.Pod) {
 	for _, pod := range pods {
 		if isMirror(pod) {
-			a.pods.mu.Lock()
-			delete(a.pods.mirrors, fullName(pod))
-			a.pods.mu.Unlock()
+			a.pods.RemoveMirror(pod)
 			continue
 		}
-		a.pods.mu.Lock()
-		delete(a.pods.byUID, pod.UID)
-		delete(a.pods.rejected, pod.UID)
-		a.pods.mu.Unlock()
+		a.pods.Remove(pod.UID)
 		a.probes.RemovePod(pod)
 		a.update(ctx, podworkers.UpdateKill, pod)
 	}
@@ -109,11 +102,7 @@ func (a *Agent) HandlePodReconcile(ctx context.Context, pods []*v1.Pod) {
 	}
 }
 
-func (a *Agent) rejectedPod(uid types.UID) bool {
-	a.pods.mu.Lock()
-	defer a.pods.mu.Unlock()
-	return a.pods.rejected[uid]
-}
+func (a *Agent) rejectedPod(uid types.UID) bool { return a.pods.Rejected(uid) }
 
 // HandlePodSyncs sends a sync to each pod's worker.
 func (a *Agent) HandlePodSyncs(ctx context.Context, pods []*v1.Pod) {
@@ -129,17 +118,11 @@ func (a *Agent) HandlePodSyncs(ctx context.Context, pods []*v1.Pod) {
 // restart missing ones, stop probing removed ones and kill runtime pods
 // that have no config.
 func (a *Agent) HandlePodCleanups(ctx context.Context) error {
-	a.pods.mu.Lock()
-	desired := make([]types.UID, 0, len(a.pods.byUID))
-	desiredSet := map[types.UID]sets.Empty{}
-	for uid := range a.pods.byUID {
-		if a.pods.rejected[uid] {
-			continue // failed by admission: nothing to run or clean up
-		}
-		desired = append(desired, uid)
+	desired := a.pods.Desired() // without pods failed by admission: nothing to run or clean up
+	desiredSet := make(map[types.UID]sets.Empty, len(desired))
+	for _, uid := range desired {
 		desiredSet[uid] = sets.Empty{}
 	}
-	a.pods.mu.Unlock()
 	known := a.workers.SyncKnownPods(ctx, desired)
 	for _, uid := range desired {
 		p, ok := a.podByUID(uid)
@@ -235,25 +218,15 @@ func (a *Agent) update(ctx context.Context, t podworkers.UpdateType, pod *v1.Pod
 	}
 }
 
-func (a *Agent) storePod(pod *v1.Pod) {
-	a.pods.mu.Lock()
-	defer a.pods.mu.Unlock()
-	a.pods.byUID[pod.UID] = pod
-}
+func (a *Agent) storePod(pod *v1.Pod) { a.pods.Set(pod) }
 
-func (a *Agent) setMirror(pod *v1.Pod) {
-	a.pods.mu.Lock()
-	defer a.pods.mu.Unlock()
-	a.pods.mirrors[fullName(pod)] = pod
-}
+func (a *Agent) setMirror(pod *v1.Pod) { a.pods.SetMirror(pod) }
 
 func (a *Agent) mirrorOf(pod *v1.Pod) *v1.Pod {
 	if !isStatic(pod) {
 		return nil
 	}
-	a.pods.mu.Lock()
-	defer a.pods.mu.Unlock()
-	return a.pods.mirrors[fullName(pod)]
+	return a.pods.MirrorOf(pod)
 }
 
 // ensureMirror creates the API-visible mirror of a static pod: same name

@@ -107,6 +107,10 @@ type Options struct {
 	// PodPIDsLimit is the kubelet's --pod-max-pids: pids.max of every pod
 	// cgroup when positive.
 	PodPIDsLimit int64
+	// MaxParallelImagePulls bounds image pulls in flight: zero serializes
+	// them (the kubelet's serializeImagePulls default), negative leaves
+	// them unbounded.
+	MaxParallelImagePulls int
 	// MemoryCapacity of the simulated machine (simulator only). Default 4Gi.
 	MemoryCapacity int64
 	// Clock drives every package. Default the real clock.

@@ -20,11 +20,7 @@ func (s *syncer) allocate(ctx context.Context, pod *v1.Pod) *v1.Pod {
 	if s.alloc == nil {
 		return pod
 	}
-	var others []*v1.Pod
-	if s.activePods != nil {
-		others = s.activePods()
-	}
-	started, pending := s.alloc.Resize(ctx, pod, others)
+	started, pending := s.alloc.Resize(ctx, pod, s.activePods)
 	switch {
 	case started:
 		s.event(pod, v1.EventTypeNormal, "ResizeStarted", "Pod resize started: %s", allocation.Summary(pod))

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodekit/nodekit/examples/kubelet/cgroups"
 )
@@ -89,4 +91,63 @@ func TestSandboxConfigCgroup(t *testing.T) {
 	cfg, err = s.sandboxConfig(pod, 0, false)
 	require.NoError(t, err)
 	assert.Empty(t, cfg.Linux.CgroupParent, "without pod cgroups the runtime picks")
+}
+
+func TestPortMappings(t *testing.T) {
+	pod := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{
+		{Name: "a", Ports: []v1.ContainerPort{
+			{Name: "http", ContainerPort: 80, HostPort: 8080, Protocol: v1.ProtocolTCP},
+			{Name: "http", ContainerPort: 81, Protocol: v1.ProtocolTCP}, // same name: dropped
+			{ContainerPort: 53, HostPort: 5353, HostIP: "fd00::1", Protocol: v1.ProtocolUDP},
+		}},
+		{Name: "b", Ports: []v1.ContainerPort{{ContainerPort: 9000, Protocol: v1.ProtocolSCTP}}},
+	}}}
+	assert.Equal(t, []*runtimeapi.PortMapping{
+		{Protocol: runtimeapi.Protocol_TCP, ContainerPort: 80, HostPort: 8080},
+		{Protocol: runtimeapi.Protocol_UDP, ContainerPort: 53, HostPort: 5353, HostIp: "fd00::1"},
+		{Protocol: runtimeapi.Protocol_SCTP, ContainerPort: 9000},
+	}, portMappings(pod))
+	assert.Nil(t, portMappings(&v1.Pod{}))
+}
+
+func TestCrashBackoffCountsFromExit(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	b := &crashBackoff{clock: clk, entries: map[string]backoffEntry{}}
+	exit := clk.Now()
+	wait, _ := b.inBackoff("k", exit)
+	assert.False(t, wait, "the first restart is immediate")
+	b.next("k", exit)
+
+	// The next instance ran 5s and exited: 10s from that exit.
+	clk.Step(5 * time.Second)
+	exit = clk.Now()
+	wait, until := b.inBackoff("k", exit)
+	assert.True(t, wait)
+	assert.Equal(t, exit.Add(10*time.Second), until)
+	clk.Step(10 * time.Second)
+	wait, _ = b.inBackoff("k", exit)
+	assert.False(t, wait)
+	b.next("k", exit)
+
+	// Doubling up to the 5m cap, always counted from the exit.
+	for range 10 {
+		clk.Step(5 * time.Second)
+		exit = clk.Now()
+		_, until = b.inBackoff("k", exit)
+		clk.Step(until.Sub(clk.Now()))
+		b.next("k", exit)
+	}
+	clk.Step(5 * time.Second)
+	exit = clk.Now()
+	_, until = b.inBackoff("k", exit)
+	assert.Equal(t, 5*time.Minute, until.Sub(exit), "capped at the maximum, from the exit")
+
+	// An exit long after the last counted one starts over.
+	clk.Step(11 * time.Minute)
+	wait, _ = b.inBackoff("k", clk.Now())
+	assert.False(t, wait)
+	b.next("k", clk.Now())
+	clk.Step(time.Second)
+	_, until = b.inBackoff("k", clk.Now())
+	assert.Equal(t, 10*time.Second, until.Sub(clk.Now()))
 }

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodekit/nodekit/examples/kubelet/podmanager"
 	"github.com/nodekit/nodekit/prober"
 )
 
@@ -96,6 +97,6 @@ func (a *Agent) Healthy() error {
 // Pods returns the pods the agent runs with their latest status, by name.
 func (a *Agent) Pods() []v1.Pod {
 	pods := a.status.snapshot()
-	sort.Slice(pods, func(i, j int) bool { return fullName(&pods[i]) < fullName(&pods[j]) })
+	sort.Slice(pods, func(i, j int) bool { return podmanager.FullName(&pods[i]) < podmanager.FullName(&pods[j]) })
 	return pods
 }

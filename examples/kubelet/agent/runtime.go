@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"net"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -27,12 +28,28 @@ const (
 )
 
 // podRuntime is what the runtime holds for one pod: its sandboxes (newest
-// first) and every container of the newest one (newest instance first per
-// name).
+// first), every container of the newest one (newest instance first per
+// name), and the containers older sandboxes still hold (restart counts and
+// last states continue across a sandbox's recreation).
 type podRuntime struct {
 	sandboxes  []*runtimeapi.PodSandbox
 	sandboxIP  string
 	containers []*runtimeapi.ContainerStatus
+	older      []*runtimeapi.ContainerStatus
+}
+
+// nextAttempt is the attempt number of name's next instance: one past the
+// highest any sandbox of the pod has seen.
+func (p *podRuntime) nextAttempt(name string) uint32 {
+	var next uint32
+	for _, list := range [][]*runtimeapi.ContainerStatus{p.containers, p.older} {
+		for _, c := range list {
+			if c.GetMetadata().GetName() == name {
+				next = max(next, c.GetMetadata().GetAttempt()+1)
+			}
+		}
+	}
+	return next
 }
 
 // ready returns the newest sandbox if it is ready.
@@ -64,6 +81,11 @@ func (p *podRuntime) previous(name string) *runtimeapi.ContainerStatus {
 			seen = true
 		}
 	}
+	for _, c := range p.older {
+		if c.GetMetadata().GetName() == name {
+			return c
+		}
+	}
 	return nil
 }
 
@@ -82,7 +104,11 @@ func inspect(ctx context.Context, rt criapi.RuntimeService, uid types.UID) (*pod
 	if err == nil && st.GetStatus().GetNetwork() != nil {
 		p.sandboxIP = st.GetStatus().GetNetwork().GetIp()
 	}
-	cs, err := rt.ListContainers(ctx, &runtimeapi.ContainerFilter{PodSandboxId: sbs[0].Id})
+	filter := &runtimeapi.ContainerFilter{PodSandboxId: sbs[0].Id}
+	if len(sbs) > 1 {
+		filter = &runtimeapi.ContainerFilter{LabelSelector: map[string]string{labelPodUID: string(uid)}}
+	}
+	cs, err := rt.ListContainers(ctx, filter)
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
@@ -91,14 +117,20 @@ func inspect(ctx context.Context, rt criapi.RuntimeService, uid types.UID) (*pod
 		if err != nil {
 			continue // removed between list and status: it is gone
 		}
-		p.containers = append(p.containers, st.GetStatus())
+		if c.PodSandboxId == sbs[0].Id {
+			p.containers = append(p.containers, st.GetStatus())
+		} else {
+			p.older = append(p.older, st.GetStatus())
+		}
 	}
-	slices.SortFunc(p.containers, func(a, b *runtimeapi.ContainerStatus) int {
+	newestFirst := func(a, b *runtimeapi.ContainerStatus) int {
 		if a.GetMetadata().GetAttempt() != b.GetMetadata().GetAttempt() {
 			return int(b.GetMetadata().GetAttempt()) - int(a.GetMetadata().GetAttempt())
 		}
 		return cmpInt64(b.CreatedAt, a.CreatedAt)
-	})
+	}
+	slices.SortFunc(p.containers, newestFirst)
+	slices.SortFunc(p.older, newestFirst)
 	return p, nil
 }
 
@@ -140,7 +172,44 @@ func sandboxConfig(pod *v1.Pod, attempt uint32, logsDir string) *runtimeapi.PodS
 		LogDirectory: PodLogDir(logsDir, pod),
 		Labels:       map[string]string{labelPodName: pod.Name, labelPodNamespace: pod.Namespace, labelPodUID: string(pod.UID)},
 		Linux:        &runtimeapi.LinuxPodSandboxConfig{},
+		PortMappings: portMappings(pod),
 	}
+}
+
+// portMappings are the app containers' ports for the runtime (its CNI
+// port mapping publishes those with a host port), a port named twice in a
+// container counted once, as the kubelet does.
+func portMappings(pod *v1.Pod) []*runtimeapi.PortMapping {
+	var out []*runtimeapi.PortMapping
+	for _, c := range pod.Spec.Containers {
+		seen := map[string]bool{}
+		for _, p := range c.Ports {
+			family := "any"
+			if p.HostIP != "" {
+				family = "v4"
+				if ip := net.ParseIP(p.HostIP); ip != nil && ip.To4() == nil {
+					family = "v6"
+				}
+			}
+			name := p.Name
+			if name == "" {
+				name = fmt.Sprintf("%s-%s-%s:%d:%d", family, p.Protocol, p.HostIP, p.ContainerPort, p.HostPort)
+			}
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			proto := runtimeapi.Protocol_TCP
+			switch p.Protocol {
+			case v1.ProtocolUDP:
+				proto = runtimeapi.Protocol_UDP
+			case v1.ProtocolSCTP:
+				proto = runtimeapi.Protocol_SCTP
+			}
+			out = append(out, &runtimeapi.PortMapping{Protocol: proto, ContainerPort: p.ContainerPort, HostPort: p.HostPort, HostIp: p.HostIP})
+		}
+	}
+	return out
 }
 
 // keyValues is env as CRI key/values, sorted by name.

@@ -275,7 +275,29 @@ func (w *statusWriter) build(pod *v1.Pod, rtp *podRuntime, old *v1.PodStatus) v1
 		resize = w.alloc.Conditions(pod.UID)
 	}
 	s.Conditions = podConditions(pod, &s, old, now, rtp.readySandbox() != nil, initialized, incomplete, resize...)
+	limitTerminationMessages(pod, &s)
 	return s
+}
+
+// limitTerminationMessages keeps a pod's termination messages within the
+// kubelet's 12 KiB per pod: each container state's message is cut to an
+// equal share of it.
+func limitTerminationMessages(pod *v1.Pod, s *v1.PodStatus) {
+	share := maxPodTerminationMessages
+	if n := len(pod.Spec.Containers) + len(pod.Spec.InitContainers) + len(pod.Spec.EphemeralContainers); n > 0 {
+		share /= n
+	}
+	cut := func(st *v1.ContainerState) {
+		if t := st.Terminated; t != nil && len(t.Message) > share {
+			t.Message = t.Message[:share]
+		}
+	}
+	for _, list := range [][]v1.ContainerStatus{s.InitContainerStatuses, s.ContainerStatuses, s.EphemeralContainerStatuses} {
+		for i := range list {
+			cut(&list[i].State)
+			cut(&list[i].LastTerminationState)
+		}
+	}
 }
 
 // podConditions are the conditions the kubelet owns, with its reasons and
@@ -422,7 +444,7 @@ func (w *statusWriter) containerStatus(pod *v1.Pod, c *v1.Container, rtp *podRun
 			if hasFailed {
 				cs.LastTerminationState = v1.ContainerState{Terminated: t}
 				cs.State = v1.ContainerState{Waiting: &failed}
-			} else if ok, _ := w.backoff.ready(backoffKey(pod, c)); !ok {
+			} else if wait, _ := w.backoff.inBackoff(backoffKey(pod, c), time.Unix(0, st.FinishedAt)); wait {
 				cs.LastTerminationState = v1.ContainerState{Terminated: t}
 				cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
 					Message: fmt.Sprintf("back-off restarting failed container %s in pod %s", c.Name, klog.KObj(pod))}}

@@ -35,12 +35,15 @@ import (
 const (
 	backoffInitial = 10 * time.Second
 	backoffMax     = 5 * time.Minute
-	// backoffReset: a container that ran this long restarts without delay.
-	backoffReset = 10 * time.Minute
+	// backoffReset: an exit this long after the previous counted one
+	// starts the delays over (the kubelet's backoff expiry, twice the
+	// maximum).
+	backoffReset = 2 * backoffMax
 )
 
-// crashBackoff tracks the restart delay of each container (pod UID +
-// container name).
+// crashBackoff tracks the restart delay of each container (pod UID, name
+// and spec hash) as the kubelet does: the delay counts from the exit of
+// the container's latest instance, and doubles with every restart.
 type crashBackoff struct {
 	mu      sync.Mutex
 	clock   clock.PassiveClock
@@ -49,30 +52,35 @@ type crashBackoff struct {
 
 type backoffEntry struct {
 	delay time.Duration
-	until time.Time
+	since time.Time // the exit of the instance the delay was set after
 }
 
-// ready reports whether the container may restart now, and if not until
-// when it waits.
-func (b *crashBackoff) ready(key string) (bool, time.Time) {
+// inBackoff reports whether a container whose latest instance exited at
+// finished must still wait before its restart, and until when.
+func (b *crashBackoff) inBackoff(key string, finished time.Time) (bool, time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.entries[key]
-	return !ok || !b.clock.Now().Before(e.until), e.until
+	if !ok || finished.Sub(e.since) > backoffReset {
+		return false, time.Time{}
+	}
+	until := finished.Add(e.delay)
+	return b.clock.Now().Before(until), until
 }
 
-// restarted records a restart of a container that ran for ran.
-func (b *crashBackoff) restarted(key string, ran time.Duration) {
+// next records a restart after the exit at finished: the following exit
+// waits twice as long (up to the maximum), or the initial delay when the
+// last counted exit is long past.
+func (b *crashBackoff) next(key string, finished time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	e := b.entries[key]
-	switch {
-	case ran >= backoffReset || e.delay == 0:
+	e, ok := b.entries[key]
+	if !ok || finished.Sub(e.since) > backoffReset {
 		e.delay = backoffInitial
-	default:
+	} else {
 		e.delay = min(2*e.delay, backoffMax)
 	}
-	e.until = b.clock.Now().Add(e.delay)
+	e.since = finished
 	b.entries[key] = e
 }
 
@@ -394,9 +402,8 @@ func (s *syncer) execute(ctx context.Context, pod *v1.Pod, rtp *podRuntime, plan
 	var errs []error
 	for _, st := range plan.Start {
 		c := st.Container
-		var attempt uint32
+		attempt := rtp.nextAttempt(c.Name)
 		if last := rtp.latest(c.Name); last != nil {
-			attempt = last.GetMetadata().GetAttempt() + 1
 			if !killed[c.Name] {
 				if err := s.crashBackoff(pod, c, last); err != nil {
 					errs = append(errs, err)
@@ -421,14 +428,18 @@ func (s *syncer) execute(ctx context.Context, pod *v1.Pod, rtp *podRuntime, plan
 // CrashLoopBackOff lasts, and records the restart otherwise.
 func (s *syncer) crashBackoff(pod *v1.Pod, c *v1.Container, last *runtimeapi.ContainerStatus) error {
 	key := backoffKey(pod, c)
-	if ok, until := s.backoff.ready(key); !ok {
+	finished := time.Unix(0, last.FinishedAt)
+	if last.FinishedAt == 0 { // never ran (its start failed): from its creation
+		finished = time.Unix(0, last.CreatedAt)
+	}
+	if wait, until := s.backoff.inBackoff(key, finished); wait {
 		// An error makes the pod worker retry after its backoff (10s),
 		// as the kubelet's CrashLoopBackOff does.
 		s.containerEvent(pod, c, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", c.Name, klog.KObj(pod))
 		return fmt.Errorf("%w: back-off %s restarting failed container=%s pod=%s",
 			errCrashLoopBackOff, until.Sub(s.clock.Now()).Round(time.Second), c.Name, klog.KObj(pod))
 	}
-	s.backoff.restarted(key, time.Duration(last.FinishedAt-last.StartedAt))
+	s.backoff.next(key, finished)
 	return nil
 }
 

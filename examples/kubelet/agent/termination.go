@@ -15,11 +15,13 @@ import (
 )
 
 // The kubelet's termination message limits: 4 KiB read from the file,
-// and with FallbackToLogsOnError the last 80 lines or 2 KiB of the log.
+// and with FallbackToLogsOnError the last 80 lines or 2 KiB of the log;
+// 12 KiB for the whole pod, shared equally by its containers.
 const (
-	maxTerminationMessage    = 4 << 10
-	maxTerminationLogMessage = 2 << 10
-	maxTerminationLogLines   = 80
+	maxTerminationMessage     = 4 << 10
+	maxPodTerminationMessages = 12 << 10
+	maxTerminationLogMessage  = 2 << 10
+	maxTerminationLogLines    = 80
 )
 
 // terminationMessageMount creates the host file a container writes its

@@ -89,3 +89,26 @@ func TestKillGrace(t *testing.T) {
 	assert.Equal(t, int64(600), killGrace(pod, c, podplan.ReasonStartup), "no probe grace: the pod's")
 	assert.Equal(t, int64(600), killGrace(pod, c, podplan.ReasonChanged))
 }
+
+func TestLimitTerminationMessages(t *testing.T) {
+	pod := &v1.Pod{Spec: v1.PodSpec{InitContainers: []v1.Container{{Name: "i"}}, Containers: []v1.Container{{Name: "a"}, {Name: "b"}, {Name: "c"}}}}
+	long := strings.Repeat("x", 4096)
+	term := func(msg string) v1.ContainerState {
+		return v1.ContainerState{Terminated: &v1.ContainerStateTerminated{Message: msg}}
+	}
+	s := &v1.PodStatus{
+		InitContainerStatuses: []v1.ContainerStatus{{Name: "i", State: term(long)}},
+		ContainerStatuses: []v1.ContainerStatus{{Name: "a", State: term(long), LastTerminationState: term(long)},
+			{Name: "b", State: term("short")}, {Name: "c", State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}},
+	}
+	limitTerminationMessages(pod, s)
+	assert.Len(t, s.InitContainerStatuses[0].State.Terminated.Message, 3072, "12 KiB shared by four containers")
+	assert.Len(t, s.ContainerStatuses[0].State.Terminated.Message, 3072)
+	assert.Len(t, s.ContainerStatuses[0].LastTerminationState.Terminated.Message, 3072)
+	assert.Equal(t, "short", s.ContainerStatuses[1].State.Terminated.Message)
+
+	one := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "a"}}}}
+	s = &v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{{Name: "a", State: term(long)}}}
+	limitTerminationMessages(one, s)
+	assert.Len(t, s.ContainerStatuses[0].State.Terminated.Message, 4096, "one container keeps its 4 KiB")
+}

@@ -128,13 +128,13 @@ func (m *Manager) allocatedLocked(pod *v1.Pod) *v1.Pod {
 }
 
 // Resize allocates the resources pod's spec asks for when they differ from
-// its allocation and fit beside others (the other active pods, as their
-// specs say; their allocations are substituted here). It reports whether a
+// its allocation and fit beside others (the active pods, as their specs
+// say: their allocations are substituted here; called only when needed). It reports whether a
 // resize started. A resize that does not fit leaves a PodResizePending
 // condition (Infeasible when the pod alone exceeds the node's allocatable,
 // else Deferred) and newPending is true the first time it is seen for
 // this generation and reason (for an event).
-func (m *Manager) Resize(ctx context.Context, pod *v1.Pod, others []*v1.Pod) (started, newPending bool) {
+func (m *Manager) Resize(ctx context.Context, pod *v1.Pod, others func() []*v1.Pod) (started, newPending bool) {
 	m.mu.Lock()
 	e := m.entryFor(pod)
 	if !e.differs(pod) {
@@ -142,8 +142,14 @@ func (m *Manager) Resize(ctx context.Context, pod *v1.Pod, others []*v1.Pod) (st
 		m.mu.Unlock()
 		return false, false
 	}
-	allocatedOthers := make([]*v1.Pod, 0, len(others))
-	for _, o := range others {
+	m.mu.Unlock()
+	var active []*v1.Pod
+	if others != nil {
+		active = others()
+	}
+	m.mu.Lock()
+	allocatedOthers := make([]*v1.Pod, 0, len(active))
+	for _, o := range active {
 		if o.UID != pod.UID {
 			allocatedOthers = append(allocatedOthers, m.allocatedLocked(o))
 		}

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
+func pods(ps ...*v1.Pod) func() []*v1.Pod { return func() []*v1.Pod { return ps } }
+
 func pod(uid string, gen int64, cpu string) *v1.Pod {
 	r := v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}
 	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Generation: gen},
@@ -43,12 +45,12 @@ func TestResize(t *testing.T) {
 	assert.Same(t, a, m.Allocated(a), "first sight: the spec is the allocation")
 	assert.Same(t, b, m.Allocated(b))
 
-	started, _ := m.Resize(ctx, a, []*v1.Pod{a, b})
+	started, _ := m.Resize(ctx, a, pods(a, b))
 	assert.False(t, started, "nothing changed")
 
 	// Grow a to 600m: fits beside b's 300m.
 	a2 := pod("a", 2, "600m")
-	started, _ = m.Resize(ctx, a2, []*v1.Pod{a2, b})
+	started, _ = m.Resize(ctx, a2, pods(a2, b))
 	assert.True(t, started)
 	assert.Same(t, a2, m.Allocated(a2))
 	assert.Equal(t, []v1.PodCondition{{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue, ObservedGeneration: 2}}, m.Conditions("a"))
@@ -59,10 +61,10 @@ func TestResize(t *testing.T) {
 
 	// b asks for 500m: 600m + 500m does not fit now — deferred, b keeps 300m.
 	b2 := pod("b", 2, "500m")
-	started, first := m.Resize(ctx, b2, []*v1.Pod{a2, b2})
+	started, first := m.Resize(ctx, b2, pods(a2, b2))
 	assert.False(t, started)
 	assert.True(t, first)
-	_, first = m.Resize(ctx, b2, []*v1.Pod{a2, b2})
+	_, first = m.Resize(ctx, b2, pods(a2, b2))
 	assert.False(t, first, "the same pending resize is reported once")
 	got := m.Allocated(b2)
 	assert.Equal(t, "300m", got.Spec.Containers[0].Resources.Requests.Cpu().String())
@@ -75,7 +77,7 @@ func TestResize(t *testing.T) {
 
 	// More than the node has: infeasible.
 	b3 := pod("b", 3, "2")
-	m.Resize(ctx, b3, []*v1.Pod{a2, b3})
+	m.Resize(ctx, b3, pods(a2, b3))
 	conds = m.Conditions("b")
 	require.Len(t, conds, 1)
 	assert.Equal(t, ReasonInfeasible, conds[0].Reason)
@@ -83,9 +85,9 @@ func TestResize(t *testing.T) {
 
 	// a shrinks; now b's 500m fits.
 	a3 := pod("a", 3, "400m")
-	started, _ = m.Resize(ctx, a3, []*v1.Pod{a3, b2})
+	started, _ = m.Resize(ctx, a3, pods(a3, b2))
 	assert.True(t, started)
-	started, _ = m.Resize(ctx, b2, []*v1.Pod{a3, b2})
+	started, _ = m.Resize(ctx, b2, pods(a3, b2))
 	assert.True(t, started)
 	assert.Len(t, m.Conditions("b"), 1, "in progress only")
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 )
@@ -187,4 +190,68 @@ func TestEnsureCredentialsInTurnThenBackoff(t *testing.T) {
 	require.NoError(t, err)
 	_, err = p.Ensure(ctx, request("reg.io/private", v1.PullAlways, nil), ev)
 	require.NoError(t, err)
+}
+
+// gatedImages blocks each pull until released and counts the pulls in
+// flight.
+type gatedImages struct {
+	fakeImages
+	started  chan struct{}
+	release  chan struct{}
+	inFlight atomic.Int32
+	maxSeen  atomic.Int32
+}
+
+func (g *gatedImages) PullImage(_ context.Context, s *runtimeapi.ImageSpec, _ *runtimeapi.AuthConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
+	n := g.inFlight.Add(1)
+	for {
+		m := g.maxSeen.Load()
+		if n <= m || g.maxSeen.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	g.started <- struct{}{}
+	<-g.release
+	g.inFlight.Add(-1)
+	return "sha256:" + s.Image, nil
+}
+
+func (g *gatedImages) ImageStatus(context.Context, *runtimeapi.ImageSpec, bool) (*runtimeapi.ImageStatusResponse, error) {
+	return &runtimeapi.ImageStatusResponse{}, nil
+}
+
+func TestPullSlots(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		max      int
+		parallel int32
+	}{{"serialized by default", 0, 1}, {"two at a time", 2, 2}, {"unbounded", -1, 3}} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &gatedImages{started: make(chan struct{}), release: make(chan struct{})}
+			p, err := New(Config{Images: g, MaxParallelPulls: tc.max, Clock: clocktesting.NewFakeClock(time.Unix(0, 0))})
+			require.NoError(t, err)
+			done := make(chan error, 3)
+			for i := range 3 {
+				r := request(fmt.Sprintf("img:%d", i), v1.PullAlways, nil)
+				r.Pod.UID = types.UID(fmt.Sprint(i))
+				go func() { _, err := p.Ensure(context.Background(), r, func(Event) {}); done <- err }()
+			}
+			// Let tc.parallel pulls start before releasing any, then one
+			// release per further start.
+			for range tc.parallel {
+				<-g.started
+			}
+			for range 3 - tc.parallel {
+				g.release <- struct{}{}
+				<-g.started
+			}
+			for range tc.parallel {
+				g.release <- struct{}{}
+			}
+			for range 3 {
+				require.NoError(t, <-done)
+			}
+			assert.Equal(t, tc.parallel, g.maxSeen.Load())
+		})
+	}
 }

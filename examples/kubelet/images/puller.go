@@ -48,12 +48,17 @@ type Config struct {
 	Images criapi.ImageManagerService
 	// Clock drives back-off and pull timing. Default the real clock.
 	Clock clock.PassiveClock
+	// MaxParallelPulls bounds the pulls in flight across all pods. Zero
+	// serializes them, the kubelet's default (serializeImagePulls); a
+	// negative value leaves them unbounded.
+	MaxParallelPulls int
 }
 
-// Puller makes images present. It is safe for concurrent use; pulls of
-// different pods run in parallel.
+// Puller makes images present. It is safe for concurrent use; pulls wait
+// for a slot as Config.MaxParallelPulls says.
 type Puller struct {
-	cfg Config
+	cfg   Config
+	slots chan struct{} // nil: unbounded
 
 	mu      sync.Mutex
 	backoff map[string]*backoff // by pod UID + image
@@ -73,7 +78,14 @@ func New(cfg Config) (*Puller, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	return &Puller{cfg: cfg, backoff: map[string]*backoff{}}, nil
+	p := &Puller{cfg: cfg, backoff: map[string]*backoff{}}
+	switch n := cfg.MaxParallelPulls; {
+	case n == 0:
+		p.slots = make(chan struct{}, 1)
+	case n > 0:
+		p.slots = make(chan struct{}, n)
+	}
+	return p, nil
 }
 
 // Request is one container's image to make present.
@@ -120,7 +132,7 @@ func (p *Puller) Ensure(ctx context.Context, r Request, event func(Event)) (stri
 	}
 	event(Event{v1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", c.Image)})
 	start := p.cfg.Clock.Now()
-	ref, err := p.pull(ctx, spec, r.Keyring.Lookup(c.Image), r.Sandbox)
+	ref, pulling, err := p.pull(ctx, spec, r.Keyring.Lookup(c.Image), r.Sandbox)
 	if err != nil {
 		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
 		p.failed(key, msg)
@@ -135,25 +147,33 @@ func (p *Puller) Ensure(ctx context.Context, r Request, event func(Event)) (stri
 		size = fmt.Sprintf(" Image size: %d bytes.", st.GetImage().GetSize())
 	}
 	event(Event{v1.EventTypeNormal, "Pulled", fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting).%s",
-		c.Image, took.Round(time.Millisecond), took.Round(time.Millisecond), size)})
+		c.Image, pulling.Round(time.Millisecond), took.Round(time.Millisecond), size)})
 	return ref, nil
 }
 
-// pull tries each credential in turn, then (with none) anonymously; the
-// last error is returned when all fail.
-func (p *Puller) pull(ctx context.Context, spec *runtimeapi.ImageSpec, auths []*runtimeapi.AuthConfig, sandbox *runtimeapi.PodSandboxConfig) (string, error) {
+// pull waits for a pull slot, then tries each credential in turn, then
+// (with none) anonymously; the last error is returned when all fail.
+// pulling is the time spent pulling, without the wait.
+func (p *Puller) pull(ctx context.Context, spec *runtimeapi.ImageSpec, auths []*runtimeapi.AuthConfig, sandbox *runtimeapi.PodSandboxConfig) (ref string, pulling time.Duration, err error) {
+	if p.slots != nil {
+		select {
+		case p.slots <- struct{}{}:
+			defer func() { <-p.slots }()
+		case <-ctx.Done():
+			return "", 0, ctx.Err()
+		}
+	}
+	start := p.cfg.Clock.Now()
+	defer func() { pulling = p.cfg.Clock.Since(start) }()
 	if len(auths) == 0 {
 		auths = []*runtimeapi.AuthConfig{nil}
 	}
-	var errs []error
 	for _, a := range auths {
-		ref, err := p.cfg.Images.PullImage(ctx, spec, a, sandbox)
-		if err == nil {
-			return ref, nil
+		if ref, err = p.cfg.Images.PullImage(ctx, spec, a, sandbox); err == nil {
+			return ref, 0, nil
 		}
-		errs = append(errs, err)
 	}
-	return "", errs[len(errs)-1]
+	return "", 0, err
 }
 
 // inBackoff: a pull of key failed less than its back-off ago.

@@ -174,12 +174,13 @@ func initActions(in Input, p *Plan, appsSeen bool) bool {
 				} else if !st.Started && !appsSeen {
 					return false
 				}
-			case st.State == Exited:
+			case st.State == Exited || st.State == Created:
+				// Created: its start failed; a new instance replaces it.
 				p.Start = append(p.Start, Start{Container: c, Kind: Sidecar, Restart: true})
 				if !appsSeen {
 					return false
 				}
-			default: // created, unknown: wait for the runtime
+			default: // unknown: wait for the runtime
 				if !appsSeen {
 					return false
 				}
@@ -193,6 +194,11 @@ func initActions(in Input, p *Plan, appsSeen bool) bool {
 			continue
 		case !ok:
 			p.Start = append(p.Start, Start{Container: c, Kind: Init})
+			return false
+		case st.State == Created:
+			// Its start failed: a new instance, whatever the restart policy
+			// (the kubelet's rule).
+			p.Start = append(p.Start, Start{Container: c, Kind: Init, Restart: true})
 			return false
 		case st.State == Exited && st.ExitCode == 0:
 			continue
@@ -232,6 +238,9 @@ func appActions(in Input, p *Plan) {
 			if pod.Spec.RestartPolicy != v1.RestartPolicyNever || reason == ReasonChanged || reason == ReasonResize {
 				p.Start = append(p.Start, Start{Container: c, Kind: App, Restart: true})
 			}
+		case st.State == Created:
+			p.Start = append(p.Start, Start{Container: c, Kind: App, Restart: true})
+			finished = false
 		case st.State == Exited:
 			if ShouldRestart(pod, st.ExitCode) {
 				p.Start = append(p.Start, Start{Container: c, Kind: App, Restart: true})

@@ -160,6 +160,18 @@ func TestCompute(t *testing.T) {
 			pod: testPod(never, nil, "a"), sandboxes: 1, containers: map[string]Container{"a": {ID: "1", State: Running, Started: true, ResizeRestart: true}},
 			want: []string{"kill a (resize requires restart)", "restart a"}, initialized: true,
 		},
+		"Never: a container whose start failed gets a new instance": {
+			pod: testPod(never, nil, "a", "b"), sandboxes: 1, containers: map[string]Container{"a": {ID: "1", State: Created}, "b": running("2")},
+			want: []string{"restart a"}, initialized: true,
+		},
+		"an init container whose start failed gets a new instance": {
+			pod: testPod(never, []v1.Container{initC("i")}, "a"), sandboxes: 1, containers: map[string]Container{"i": {ID: "1", State: Created}},
+			want: []string{"restart i"},
+		},
+		"a sidecar whose start failed gets a new instance": {
+			pod: testPod(always, []v1.Container{sidecar("s", false)}, "a"), sandboxes: 1, containers: map[string]Container{"s": {ID: "1", State: Created}},
+			want: []string{"restart s"},
+		},
 		"startup probe failure restarts": {
 			pod: testPod(always, nil, "a"), sandboxes: 1, containers: map[string]Container{"a": {ID: "1", State: Running, StartupFailed: true}},
 			want: []string{"kill a (failed startup probe)", "restart a"}, initialized: true,
