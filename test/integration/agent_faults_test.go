@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodekit/nodekit/examples/kubelet/agent"
 	"github.com/nodekit/nodekit/internal/crisim"
 )
 
@@ -33,7 +34,8 @@ func TestReferenceAgentRuntimeFaultsMidPlan(t *testing.T) {
 	defer stop()
 
 	always := v1.ContainerRestartPolicyAlways
-	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "faulty"}, Spec: v1.PodSpec{NodeName: node, RestartPolicy: v1.RestartPolicyNever,
+	// The simulator runs containers until scripted to exit: init does after 1s.
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "faulty", Annotations: map[string]string{agent.AnnotationSimPrefix + "init": "exit-after=1s exit-code=0"}}, Spec: v1.PodSpec{NodeName: node, RestartPolicy: v1.RestartPolicyNever,
 		InitContainers: []v1.Container{{Name: "init", Image: "busybox"}, {Name: "side", Image: "busybox", RestartPolicy: &always}},
 		Containers:     []v1.Container{{Name: "a", Image: "busybox"}, {Name: "b", Image: "busybox"}}}}
 	_, err := admin.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
@@ -55,7 +57,7 @@ func TestReferenceAgentRuntimeFaultsMidPlan(t *testing.T) {
 			}
 		}
 		return p.Status.InitContainerStatuses[0].State.Terminated != nil
-	}, 60*time.Second, 100*time.Millisecond, "the pod completes its plan despite the faults")
+	}, 60*time.Second, 100*time.Millisecond, "the pod completes its plan despite the faults: %+v", podStatusOf(t, "faulty"))
 	p := getPod(t, admin, "faulty")
 	init := p.Status.InitContainerStatuses[0].State.Terminated
 	for _, cs := range p.Status.ContainerStatuses {
@@ -65,4 +67,11 @@ func TestReferenceAgentRuntimeFaultsMidPlan(t *testing.T) {
 	grace := int64(0)
 	require.NoError(t, admin.CoreV1().Pods("default").Delete(ctx, "faulty", metav1.DeleteOptions{GracePeriodSeconds: &grace}))
 	require.Eventually(t, func() bool { return getPod(t, admin, "faulty") == nil }, 45*time.Second, 100*time.Millisecond)
+}
+
+func podStatusOf(t *testing.T, name string) any {
+	if p := getPod(t, srv.AdminClient(), name); p != nil {
+		return p.Status
+	}
+	return nil
 }
