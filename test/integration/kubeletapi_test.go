@@ -44,7 +44,7 @@ import (
 // certificate. A token sent straight to the agent is authenticated by
 // TokenReview and authorized per subresource.
 func TestKubeletAPIThroughAPIServer(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), ignoreAPIServerWaiters)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	const node, ns = "kubeletapi-node", "kubeletapi"
