@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	criapi "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	remote "k8s.io/cri-client/pkg"
 	"k8s.io/klog/v2"
 
@@ -33,6 +35,7 @@ import (
 	"github.com/nodekit/nodekit/examples/kubelet/objects"
 	"github.com/nodekit/nodekit/examples/kubelet/podmanager"
 	"github.com/nodekit/nodekit/examples/kubelet/podnet"
+	podstatus "github.com/nodekit/nodekit/examples/kubelet/status"
 	"github.com/nodekit/nodekit/examples/kubelet/volumes"
 	"github.com/nodekit/nodekit/internal/crisim"
 	"github.com/nodekit/nodekit/kubeletapi"
@@ -68,17 +71,20 @@ type Agent struct {
 	nodeStatus *nodestatus.Controller
 	lease      *lease.Controller
 	status     *statusWriter
-	syncer     *syncer
-	summary    eviction.SummaryProvider
-	objects    *objects.Cache                  // nil standalone
-	informers  informers.SharedInformerFactory // services, for env; nil standalone
-	services   cache.SharedIndexInformer
-	volumes    *volumes.Manager
-	cgroups    *cgroups.Manager // nil on the simulator or without pod cgroups
-	alloc      *allocation.Manager
-	api        *kubeletapi.Server
-	apiPort    int          // the bound kubelet API port, 0 when disabled
-	apiLn      net.Listener // closed on close if Run never took it
+	statusMgr  *podstatus.Manager
+	// lastRuntimeStatus is the runtime's latest answer to Status.
+	lastRuntimeStatus atomic.Pointer[runtimeapi.StatusResponse]
+	syncer            *syncer
+	summary           eviction.SummaryProvider
+	objects           *objects.Cache                  // nil standalone
+	informers         informers.SharedInformerFactory // services, for env; nil standalone
+	services          cache.SharedIndexInformer
+	volumes           *volumes.Manager
+	cgroups           *cgroups.Manager // nil on the simulator or without pod cgroups
+	alloc             *allocation.Manager
+	api               *kubeletapi.Server
+	apiPort           int          // the bound kubelet API port, 0 when disabled
+	apiLn             net.Listener // closed on close if Run never took it
 
 	pods *podmanager.Manager
 
@@ -201,8 +207,12 @@ func (a *Agent) build(ctx context.Context) error {
 	if a.probes, err = prober.New(prober.Config{Runner: a.rt, Recorder: a.recorder, Clock: a.opts.Clock, Registerer: a.registry}); err != nil {
 		return err
 	}
-	a.status = &statusWriter{client: a.client, clock: a.opts.Clock, runtimeName: a.runtimeID, nodeIP: a.opts.NodeIP,
-		backoff: backoff, statuses: map[types.UID]*podRecord{},
+	if a.statusMgr, err = podstatus.New(podstatus.Config{Client: a.client, Clock: a.opts.Clock,
+		CouldHaveRunningContainers: func(uid types.UID) bool { return a.workers.CouldHaveRunningContainers(uid) }}); err != nil {
+		return err
+	}
+	a.status = &statusWriter{mgr: a.statusMgr, clock: a.opts.Clock, runtimeName: a.runtimeID, hostIPs: a.hostIPs,
+		backoff:     backoff,
 		probeStatus: func(pod *v1.Pod, s *v1.PodStatus) { a.probes.UpdatePodStatus(ctx, pod, s) }}
 	mounter := volumes.HostMounter
 	if a.sim != nil {
@@ -228,7 +238,7 @@ func (a *Agent) build(ctx context.Context) error {
 		}}); err != nil {
 		return err
 	}
-	a.syncer = &syncer{rt: a.rt, images: a.images, puller: puller, clock: a.opts.Clock, backoff: backoff, status: a.status,
+	a.syncer = &syncer{rt: a.rt, states: a.pleg, images: a.images, puller: puller, clock: a.opts.Clock, backoff: backoff, status: a.status,
 		probes: a.probeState, recorder: a.recorder, logsDir: a.opts.PodLogsDir, volumes: a.volumes,
 		objects: a.objects, envPod: a.envPod, nodeHostsFile: "/etc/hosts", maskedPaths: maskedPaths(),
 		seccompRoot: filepath.Join(a.opts.RootDir, "seccomp"), memoryCapacity: a.memoryCapacity,

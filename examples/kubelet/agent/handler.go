@@ -55,7 +55,7 @@ func (a *Agent) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 
 // reject fails a pod that admission refused.
 func (a *Agent) reject(ctx context.Context, pod *v1.Pod, reason, message string) {
-	a.status.write(ctx, pod, a.mirrorOf(pod), &podRuntime{}, func(s *v1.PodStatus) {
+	a.status.write(pod, &podRuntime{}, func(s *v1.PodStatus) {
 		s.Phase, s.Reason, s.Message = v1.PodFailed, reason, message
 	})
 }
@@ -137,6 +137,11 @@ func (a *Agent) HandlePodCleanups(ctx context.Context) error {
 		}
 	}
 	a.probes.CleanupPods(desiredSet)
+	a.statusMgr.RemoveOrphans(func(uid types.UID) bool {
+		_, k := known[uid]
+		_, p := a.podByUID(uid)
+		return k || p
+	})
 	sbs, err := a.rt.ListPodSandbox(ctx, nil)
 	if err != nil {
 		return err

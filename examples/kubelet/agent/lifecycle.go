@@ -130,7 +130,7 @@ func (s *syncer) podIP(ctx context.Context, pod *v1.Pod) string {
 			return ips[0]
 		}
 	}
-	rtp, err := inspect(ctx, s.rt, pod.UID)
+	rtp, err := s.runtimeState(ctx, pod.UID, false)
 	if err != nil {
 		return ""
 	}

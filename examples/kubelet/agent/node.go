@@ -69,6 +69,12 @@ func (a *Agent) buildNodeStatus(ctx context.Context) error {
 	b.Add(nodestatus.ReadyCondition(nodestatus.ReadyConfig{Clock: clk, Recorder: rec,
 		RuntimeErrors: func() error { return a.runtimeErrors(ctx) },
 		NetworkErrors: func() error { return a.networkErrors(ctx) }}))
+	// After Ready, whose check refreshed the runtime's status.
+	b.Add(nodestatus.RuntimeHandlers(a.runtimeHandlers))
+	b.Add(nodestatus.NodeFeatures(a.nodeFeatures))
+	// Every volume type this agent mounts is node-local (no attach or
+	// device mount): none is ever in use in the attach/detach sense.
+	b.Add(nodestatus.VolumesInUse(func() bool { return true }, func() []v1.UniqueVolumeName { return nil }))
 	setters, err := b.Setters()
 	if err != nil {
 		return err
@@ -96,11 +102,40 @@ func (a *Agent) runtimeStatus(ctx context.Context) (map[string]*runtimeapi.Runti
 	if err != nil {
 		return nil, err
 	}
+	a.lastRuntimeStatus.Store(st)
 	out := map[string]*runtimeapi.RuntimeCondition{}
 	for _, c := range st.GetStatus().GetConditions() {
 		out[c.Type] = c
 	}
 	return out, nil
+}
+
+// runtimeHandlers are the runtime's handlers as last reported, with the
+// features this agent supports on them: neither recursive read-only mounts
+// nor user namespaces (pods asking for them fail loudly), whatever the
+// runtime could do.
+func (a *Agent) runtimeHandlers() []v1.NodeRuntimeHandler {
+	st := a.lastRuntimeStatus.Load()
+	if st == nil {
+		return nil
+	}
+	out := make([]v1.NodeRuntimeHandler, 0, len(st.RuntimeHandlers))
+	for _, h := range st.RuntimeHandlers {
+		out = append(out, v1.NodeRuntimeHandler{Name: h.Name,
+			Features: &v1.NodeRuntimeHandlerFeatures{RecursiveReadOnlyMounts: new(bool), UserNamespaces: new(bool)}})
+	}
+	return out
+}
+
+// nodeFeatures are the node's features: supplementalGroupsPolicy Strict
+// when the runtime supports it (the agent passes the policy through).
+func (a *Agent) nodeFeatures() *v1.NodeFeatures {
+	st := a.lastRuntimeStatus.Load()
+	if st == nil || st.Features == nil {
+		return nil
+	}
+	strict := st.Features.SupplementalGroupsPolicy
+	return &v1.NodeFeatures{SupplementalGroupsPolicy: &strict}
 }
 
 // runtimeErrors is the kubelet's runtime health: the runtime answers and

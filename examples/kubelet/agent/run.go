@@ -45,6 +45,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	start("pleg", a.pleg.Run)
 	start("prober", a.probes.Run)
 	start("podworkers", a.workers.Run)
+	start("status", a.statusMgr.Run)
 	start("eviction", a.evict.Run)
 	start("syncloop", a.loop.Run)
 	start("pleg-events", a.pumpPLEG)
@@ -83,6 +84,14 @@ func (a *Agent) pumpProbes(ctx context.Context, t prober.ProbeType) error {
 		case <-ctx.Done():
 			return nil
 		case u := <-ch:
+			// Readiness and startup reach the status at once, even while
+			// the pod's worker is busy; the sync follows.
+			switch t {
+			case prober.Readiness:
+				a.statusMgr.SetContainerReadiness(u.PodUID, u.ContainerID, u.Result == prober.Success)
+			case prober.Startup:
+				a.statusMgr.SetContainerStartup(u.PodUID, u.ContainerID, u.Result == prober.Success)
+			}
 			a.loop.HandleProbeUpdate(t, u)
 		}
 	}
@@ -96,7 +105,7 @@ func (a *Agent) Healthy() error {
 
 // Pods returns the pods the agent runs with their latest status, by name.
 func (a *Agent) Pods() []v1.Pod {
-	pods := a.status.snapshot()
+	pods := a.statusMgr.Pods()
 	sort.Slice(pods, func(i, j int) bool { return podmanager.FullName(&pods[i]) < podmanager.FullName(&pods[j]) })
 	return pods
 }

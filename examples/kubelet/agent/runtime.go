@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"net"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	criapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodekit/nodekit/pleg"
 )
 
 // Labels and annotations the agent puts on CRI objects, named as the
@@ -90,6 +93,25 @@ func (p *podRuntime) previous(name string) *runtimeapi.ContainerStatus {
 }
 
 // inspect reads a pod's runtime state through the CRI.
+// runtimeState is the pod's runtime state: from the PLEG cache, after a
+// relist of the pod if the syncer changed it (relist); listed directly when
+// the syncer has no PLEG (tests).
+func (s *syncer) runtimeState(ctx context.Context, uid types.UID, relist bool) (*podRuntime, error) {
+	if s.states == nil {
+		return inspect(ctx, s.rt, uid)
+	}
+	if relist {
+		if _, err := s.states.RelistPod(ctx, uid); err != nil {
+			return nil, err
+		}
+	}
+	ps, err := s.states.Cache().Get(uid)
+	if err != nil {
+		return nil, fmt.Errorf("runtime status of pod %s: %w", uid, err)
+	}
+	return fromPLEG(ps), nil
+}
+
 func inspect(ctx context.Context, rt criapi.RuntimeService, uid types.UID) (*podRuntime, error) {
 	sbs, err := rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelPodUID: string(uid)}})
 	if err != nil {
@@ -123,15 +145,52 @@ func inspect(ctx context.Context, rt criapi.RuntimeService, uid types.UID) (*pod
 			p.older = append(p.older, st.GetStatus())
 		}
 	}
-	newestFirst := func(a, b *runtimeapi.ContainerStatus) int {
-		if a.GetMetadata().GetAttempt() != b.GetMetadata().GetAttempt() {
-			return int(b.GetMetadata().GetAttempt()) - int(a.GetMetadata().GetAttempt())
-		}
-		return cmpInt64(b.CreatedAt, a.CreatedAt)
-	}
 	slices.SortFunc(p.containers, newestFirst)
 	slices.SortFunc(p.older, newestFirst)
 	return p, nil
+}
+
+// podStates is where the syncer reads runtime state: the PLEG, whose cache
+// the pod worker's barrier made fresh, and which relists one pod on demand
+// after the syncer changed it.
+type podStates interface {
+	Cache() *pleg.Cache
+	RelistPod(ctx context.Context, uid types.UID) (pleg.RelistResult, error)
+}
+
+// fromPLEG is the pod's runtime state as the PLEG holds it: sandboxes
+// newest first; the containers created since the newest sandbox are that
+// sandbox's, the others belong to older ones.
+func fromPLEG(ps *pleg.PodStatus) *podRuntime {
+	p := &podRuntime{}
+	statuses := slices.Clone(ps.SandboxStatuses)
+	slices.SortStableFunc(statuses, func(a, b *runtimeapi.PodSandboxStatus) int { return cmpInt64(b.CreatedAt, a.CreatedAt) })
+	for _, s := range statuses {
+		p.sandboxes = append(p.sandboxes, &runtimeapi.PodSandbox{Id: s.Id, Metadata: s.Metadata, State: s.State,
+			CreatedAt: s.CreatedAt, Labels: s.Labels, Annotations: s.Annotations, RuntimeHandler: s.RuntimeHandler})
+	}
+	newest := int64(math.MaxInt64)
+	if len(statuses) > 0 {
+		newest = statuses[0].CreatedAt
+		p.sandboxIP = statuses[0].GetNetwork().GetIp()
+	}
+	for _, c := range ps.ContainerStatuses {
+		if c.CreatedAt >= newest {
+			p.containers = append(p.containers, c)
+		} else {
+			p.older = append(p.older, c)
+		}
+	}
+	slices.SortStableFunc(p.containers, newestFirst)
+	slices.SortStableFunc(p.older, newestFirst)
+	return p
+}
+
+func newestFirst(a, b *runtimeapi.ContainerStatus) int {
+	if a.GetMetadata().GetAttempt() != b.GetMetadata().GetAttempt() {
+		return int(b.GetMetadata().GetAttempt()) - int(a.GetMetadata().GetAttempt())
+	}
+	return cmpInt64(b.CreatedAt, a.CreatedAt)
 }
 
 func cmpInt64(a, b int64) int {

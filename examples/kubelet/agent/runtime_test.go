@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 	criapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodekit/nodekit/pleg"
 )
 
 // listingRuntime answers inspect's four calls from fixed lists.
@@ -68,4 +70,41 @@ func TestInspectAcrossSandboxes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, one.older)
 	assert.Nil(t, one.previous("init"))
+}
+
+func TestFromPLEGAcrossSandboxes(t *testing.T) {
+	exited, running := runtimeapi.ContainerState_CONTAINER_EXITED, runtimeapi.ContainerState_CONTAINER_RUNNING
+	ctr := func(id, name string, attempt uint32, created int64, state runtimeapi.ContainerState) *runtimeapi.ContainerStatus {
+		return &runtimeapi.ContainerStatus{Id: id, State: state, CreatedAt: created, Metadata: &runtimeapi.ContainerMetadata{Name: name, Attempt: attempt}}
+	}
+	ps := &pleg.PodStatus{ID: "u1",
+		SandboxStatuses: []*runtimeapi.PodSandboxStatus{
+			{Id: "old", CreatedAt: 1, State: runtimeapi.PodSandboxState_SANDBOX_NOTREADY},
+			{Id: "new", CreatedAt: 4, State: runtimeapi.PodSandboxState_SANDBOX_READY,
+				Network: &runtimeapi.PodSandboxNetworkStatus{Ip: "10.0.0.9"}}},
+		ContainerStatuses: []*runtimeapi.ContainerStatus{
+			ctr("i0", "init", 0, 2, exited), ctr("a3", "app", 3, 3, exited), ctr("i1", "init", 1, 5, exited), ctr("a4", "app", 4, 6, running)}}
+	p := fromPLEG(ps)
+	require.Len(t, p.sandboxes, 2)
+	assert.Equal(t, "new", p.sandboxes[0].Id, "newest sandbox first")
+	assert.Equal(t, "10.0.0.9", p.sandboxIP)
+	assert.NotNil(t, p.readySandbox())
+	assert.Equal(t, []string{"a4", "i1"}, ids(p.containers), "created since the newest sandbox, newest first")
+	assert.Equal(t, []string{"a3", "i0"}, ids(p.older))
+	assert.Equal(t, uint32(5), p.nextAttempt("app"))
+	assert.Equal(t, "a3", p.previous("app").Id)
+
+	none := fromPLEG(&pleg.PodStatus{ID: "u2", ContainerStatuses: []*runtimeapi.ContainerStatus{ctr("x", "app", 2, 1, exited)}})
+	assert.Empty(t, none.sandboxes)
+	assert.Nil(t, none.readySandbox())
+	assert.Empty(t, none.containers)
+	assert.Equal(t, uint32(3), none.nextAttempt("app"), "restart counts continue without a sandbox")
+}
+
+func ids(cs []*runtimeapi.ContainerStatus) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Id)
+	}
+	return out
 }

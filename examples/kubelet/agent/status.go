@@ -1,20 +1,13 @@
 package agent
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -22,18 +15,21 @@ import (
 	"github.com/nodekit/nodekit/examples/kubelet/allocation"
 	"github.com/nodekit/nodekit/examples/kubelet/cgroups"
 	"github.com/nodekit/nodekit/examples/kubelet/podplan"
+	podstatus "github.com/nodekit/nodekit/examples/kubelet/status"
 	"github.com/nodekit/nodekit/podworkers"
 	"github.com/nodekit/nodekit/syncloop"
 )
 
-// statusWriter builds v1.PodStatus from the runtime and reports it to the
-// API server when it changed.
+// statusWriter builds v1.PodStatus from the runtime and hands it to the
+// status manager.
 type statusWriter struct {
-	client      kubernetes.Interface // nil in standalone mode
+	mgr         *podstatus.Manager
 	clock       clock.PassiveClock
 	runtimeName string
-	nodeIP      string
-	backoff     *crashBackoff
+	// hostIPs are the node's addresses, one per family (the same source
+	// as the node status).
+	hostIPs func() []string
+	backoff *crashBackoff
 	// probeStatus sets Ready and Started on container statuses (the
 	// prober's UpdatePodStatus).
 	probeStatus func(pod *v1.Pod, status *v1.PodStatus)
@@ -41,8 +37,7 @@ type statusWriter struct {
 	// pod's resize conditions; nil without in-place resize.
 	alloc *allocation.Manager
 
-	mu       sync.Mutex
-	statuses map[types.UID]*podRecord
+	mu sync.Mutex
 	// startErrors holds why a container could not be created, by pod UID
 	// and container name, until it is.
 	startErrors map[types.UID]map[string]v1.ContainerStateWaiting
@@ -73,161 +68,71 @@ func (w *statusWriter) startError(uid types.UID, name string) (v1.ContainerState
 	return e, ok
 }
 
-type podRecord struct {
-	pod     *v1.Pod
-	status  v1.PodStatus
-	written bool // status reached the API server
-}
-
-// write computes the pod's status, applies statusFn and patches it to the
-// API server (the mirror pod for a static pod) if it changed.
-func (w *statusWriter) write(ctx context.Context, pod, mirror *v1.Pod, rtp *podRuntime, statusFn podworkers.StatusFunc) {
-	w.mu.Lock()
-	rec := w.statuses[pod.UID]
-	if rec == nil {
-		rec = &podRecord{}
-		w.statuses[pod.UID] = rec
-	}
-	old := rec.status
-	if !rec.written && old.Phase == "" {
+// write computes the pod's status, applies statusFn and hands it to the
+// status manager, which writes it (to the mirror pod for a static pod).
+func (w *statusWriter) write(pod *v1.Pod, rtp *podRuntime, statusFn podworkers.StatusFunc) {
+	old, ok := w.mgr.PodStatus(pod.UID)
+	if !ok {
 		old = *pod.Status.DeepCopy()
 	}
-	w.mu.Unlock()
 	status := w.build(pod, rtp, &old)
 	if statusFn != nil {
 		statusFn(&status)
 	}
-	if old.Phase == v1.PodFailed || old.Phase == v1.PodSucceeded {
+	if podstatus.IsTerminal(old.Phase) {
 		// Terminal phases are final, with the reason that made them so.
 		status.Phase, status.Reason, status.Message = old.Phase, old.Reason, old.Message
 	}
-	w.mu.Lock()
-	changed := !rec.written || !equality.Semantic.DeepEqual(rec.status, status)
-	rec.pod, rec.status = pod, status
-	w.mu.Unlock()
-	if !changed || w.client == nil {
-		return
-	}
-	target := pod
-	if isStatic(pod) {
-		if mirror == nil {
-			return // reported once the mirror pod exists
-		}
-		target = mirror
-	}
-	if err := w.patch(ctx, target, status); err != nil {
-		klog.FromContext(ctx).Error(err, "Failed to update pod status", "pod", klog.KObj(pod))
-		return
-	}
-	w.mu.Lock()
-	rec.written = true
-	w.mu.Unlock()
+	w.mgr.SetPodStatus(pod, status)
 }
 
-func (w *statusWriter) patch(ctx context.Context, pod *v1.Pod, status v1.PodStatus) error {
-	oldJSON, err := json.Marshal(v1.Pod{Status: pod.Status})
-	if err != nil {
-		return err
-	}
-	newJSON, err := json.Marshal(v1.Pod{Status: status})
-	if err != nil {
-		return err
-	}
-	patch, err := strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, v1.Pod{})
-	if err != nil {
-		return err
-	}
-	// The UID guards against patching a recreated pod of the same name.
-	patch, err = withUID(patch, pod.UID)
-	if err != nil {
-		return err
-	}
-	_, err = w.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return nil // the pod is gone or was replaced: nothing to report
-	}
-	return err
-}
-
-func withUID(patch []byte, uid types.UID) ([]byte, error) {
-	var m map[string]any
-	if err := json.Unmarshal(patch, &m); err != nil {
-		return nil, err
-	}
-	m["metadata"] = map[string]any{"uid": string(uid)}
-	return json.Marshal(m)
-}
-
-// finishDeletion completes a graceful deletion once the pod's containers are
-// gone: a zero-grace delete, guarded by the UID.
-func (w *statusWriter) finishDeletion(ctx context.Context, pod *v1.Pod) error {
+// finishDeletion forgets the pod's start errors and has the status manager
+// complete a graceful deletion once the final status is written.
+func (w *statusWriter) finishDeletion(pod *v1.Pod) {
 	w.mu.Lock()
-	delete(w.statuses, pod.UID)
 	delete(w.startErrors, pod.UID)
 	w.mu.Unlock()
-	if w.client == nil || pod.DeletionTimestamp == nil || isStatic(pod) {
-		return nil
-	}
-	uid := pod.UID
-	err := w.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
-		GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &uid}})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("delete pod: %w", err)
-	}
-	return nil
+	w.mgr.Finish(pod)
 }
 
 // startTime is when the agent first saw the pod, as its status reports.
 func (w *statusWriter) startTime(pod *v1.Pod) *metav1.Time {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if r := w.statuses[pod.UID]; r != nil && r.status.StartTime != nil {
-		return r.status.StartTime
+	if s, ok := w.mgr.PodStatus(pod.UID); ok && s.StartTime != nil {
+		return s.StartTime
 	}
 	return pod.Status.StartTime
 }
 
-// withStatus returns a copy of pod carrying the latest status the writer
+// withStatus returns a copy of pod carrying the latest status the agent
 // computed for it (the pod's own status if none yet).
 func (w *statusWriter) withStatus(pod *v1.Pod) *v1.Pod {
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	p := pod.DeepCopy()
-	if r := w.statuses[pod.UID]; r != nil && r.status.Phase != "" {
-		p.Status = *r.status.DeepCopy()
+	if s, ok := w.mgr.PodStatus(pod.UID); ok {
+		p.Status = s
 	}
 	return p
-}
-
-// snapshot returns the pods and statuses the agent knows, for /pods.
-func (w *statusWriter) snapshot() []v1.Pod {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := make([]v1.Pod, 0, len(w.statuses))
-	for _, r := range w.statuses {
-		if r.pod == nil {
-			continue
-		}
-		p := r.pod.DeepCopy()
-		p.Status = *r.status.DeepCopy()
-		out = append(out, *p)
-	}
-	return out
 }
 
 // build computes the status of pod from its runtime state.
 func (w *statusWriter) build(pod *v1.Pod, rtp *podRuntime, old *v1.PodStatus) v1.PodStatus {
 	now := metav1.NewTime(w.clock.Now())
-	s := v1.PodStatus{HostIP: w.nodeIP, StartTime: old.StartTime, QOSClass: cgroups.QOSClass(pod)} // as the API server set it
+	s := v1.PodStatus{StartTime: old.StartTime, QOSClass: cgroups.QOSClass(pod)} // as the API server set it
 	if s.StartTime == nil {
 		s.StartTime = &now
 	}
-	if w.nodeIP != "" {
-		s.HostIPs = []v1.HostIP{{IP: w.nodeIP}}
+	hostIPs := w.hostIPs()
+	for _, ip := range hostIPs {
+		s.HostIPs = append(s.HostIPs, v1.HostIP{IP: ip})
+	}
+	if len(hostIPs) > 0 {
+		s.HostIP = hostIPs[0]
 	}
 	switch {
-	case pod.Spec.HostNetwork && w.nodeIP != "":
-		s.PodIP, s.PodIPs = w.nodeIP, []v1.PodIP{{IP: w.nodeIP}} // the node's address
+	case pod.Spec.HostNetwork && len(hostIPs) > 0:
+		s.PodIP = hostIPs[0] // the node's addresses
+		for _, ip := range hostIPs {
+			s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
+		}
 	case rtp.sandboxIP != "":
 		s.PodIP, s.PodIPs = rtp.sandboxIP, []v1.PodIP{{IP: rtp.sandboxIP}}
 	}
@@ -313,49 +218,13 @@ func podConditions(pod *v1.Pod, s, old *v1.PodStatus, now metav1.Time, sandboxRe
 		initCond.Status, initCond.Reason = v1.ConditionFalse, "ContainersNotInitialized"
 		initCond.Message = fmt.Sprintf("containers with incomplete status: %v", incomplete)
 	}
-	// Containers ready: every app container and every sidecar.
-	var unready []string
-	for i, cs := range s.InitContainerStatuses {
-		if podplan.IsSidecar(&pod.Spec.InitContainers[i]) && !cs.Ready {
-			unready = append(unready, cs.Name)
-		}
-	}
-	for _, cs := range s.ContainerStatuses {
-		if !cs.Ready {
-			unready = append(unready, cs.Name)
-		}
-	}
-	ready := v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionTrue}
-	switch {
-	case s.Phase == v1.PodSucceeded:
-		ready.Status, ready.Reason = v1.ConditionFalse, "PodCompleted"
-	case s.Phase == v1.PodFailed:
-		ready.Status, ready.Reason = v1.ConditionFalse, "PodFailed"
-	case len(unready) > 0:
-		ready.Status, ready.Reason = v1.ConditionFalse, "ContainersNotReady"
-		ready.Message = fmt.Sprintf("containers with unready status: %v", unready)
-	}
-	podReady := ready
-	podReady.Type = v1.PodReady
-	if ready.Status == v1.ConditionTrue {
-		var gates []string
-		for _, g := range pod.Spec.ReadinessGates {
-			c := findCondition(pod.Status.Conditions, g.ConditionType)
-			switch {
-			case c == nil:
-				gates = append(gates, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", string(g.ConditionType)))
-			case c.Status != v1.ConditionTrue:
-				gates = append(gates, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", string(g.ConditionType), c.Status))
-			}
-		}
-		if len(gates) > 0 {
-			podReady.Status, podReady.Reason, podReady.Message = v1.ConditionFalse, "ReadinessGatesNotReady", strings.Join(gates, ", ")
-		}
-	}
+	ready, podReady := podstatus.ReadyConditions(pod, s)
 	sandbox := condition(v1.PodReadyToStartContainers, sandboxReady, "")
 	scheduled := v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue}
-	if c := findCondition(pod.Status.Conditions, v1.PodScheduled); c != nil {
-		scheduled = *c // the scheduler's, as found
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodScheduled {
+			scheduled = c // the scheduler's, as found
+		}
 	}
 	out := conditions(old, now, sandbox, initCond, ready, podReady)
 	for i := range out {
@@ -363,24 +232,20 @@ func podConditions(pod *v1.Pod, s, old *v1.PodStatus, now metav1.Time, sandboxRe
 	}
 	out = append(out, scheduled)
 	out = append(out, conditions(old, now, resize...)...)
+	disruption := false
 	for _, c := range pod.Status.Conditions {
-		switch c.Type {
-		case v1.PodReadyToStartContainers, v1.PodInitialized, v1.ContainersReady, v1.PodReady, v1.PodScheduled,
-			v1.PodResizePending, v1.PodResizeInProgress:
-		default:
+		if !podstatus.OwnedByKubelet(c.Type) {
+			out = append(out, c)
+			disruption = disruption || c.Type == v1.DisruptionTarget
+		}
+	}
+	// The disruption an eviction recorded stays until it is written.
+	for _, c := range old.Conditions {
+		if c.Type == v1.DisruptionTarget && !disruption {
 			out = append(out, c)
 		}
 	}
 	return out
-}
-
-func findCondition(cs []v1.PodCondition, t v1.PodConditionType) *v1.PodCondition {
-	for i := range cs {
-		if cs[i].Type == t {
-			return &cs[i]
-		}
-	}
-	return nil
 }
 
 func condition(t v1.PodConditionType, ok bool, reason string) v1.PodCondition {
@@ -428,6 +293,9 @@ func (w *statusWriter) containerStatus(pod *v1.Pod, c *v1.Container, rtp *podRun
 	}
 	cs.ContainerID = w.runtimeName + "://" + st.Id
 	cs.ImageID = st.ImageRef
+	if u := st.GetUser().GetLinux(); u != nil {
+		cs.User = &v1.ContainerUser{Linux: &v1.LinuxContainerUser{UID: u.Uid, GID: u.Gid, SupplementalGroups: u.SupplementalGroups}}
+	}
 	cs.RestartCount = int32(st.GetMetadata().GetAttempt())
 	if prev := rtp.previous(c.Name); prev != nil && prev.State == runtimeapi.ContainerState_CONTAINER_EXITED {
 		cs.LastTerminationState = v1.ContainerState{Terminated: terminated(c, prev, w.runtimeName)}

@@ -45,6 +45,11 @@ func TestPodConditions(t *testing.T) {
 	s.ContainerStatuses[0].Ready = false
 	got = byType(podConditions(pod, s, &v1.PodStatus{}, now, true, true, nil))
 	assert.Equal(t, "containers with unready status: [app]", got[v1.PodReady].Message)
+
+	// The DisruptionTarget an eviction set stays in later statuses.
+	old := &v1.PodStatus{Conditions: []v1.PodCondition{{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: "TerminationByKubelet"}}}
+	got = byType(podConditions(pod, s, old, now, true, true, nil))
+	assert.Equal(t, "TerminationByKubelet", got[v1.DisruptionTarget].Reason)
 }
 
 func TestContainerConfigCarriesSpecFields(t *testing.T) {

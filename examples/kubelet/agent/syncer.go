@@ -96,7 +96,10 @@ func (b *crashBackoff) forget(uid types.UID) {
 
 // syncer is the agent's podworkers.Syncer over a CRI runtime.
 type syncer struct {
-	rt      criapi.RuntimeService
+	rt criapi.RuntimeService
+	// states is the PLEG the syncer reads runtime state from (nil: it
+	// lists the runtime itself).
+	states  podStates
 	images  criapi.ImageManagerService
 	puller  *images.Puller
 	clock   clock.WithTicker
@@ -149,6 +152,10 @@ type syncer struct {
 // namespaces, log directory. warn reports DNS problems as events (on
 // creation only, not on every container start).
 func (s *syncer) sandboxConfig(pod *v1.Pod, attempt uint32, warn bool) (*runtimeapi.PodSandboxConfig, error) {
+	if pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers {
+		// Never run such a pod in the host's user namespace.
+		return nil, errors.New("hostUsers: false (user namespaces) is not supported by this node agent")
+	}
 	host, domain, err := s.net.HostnameAndDomain(pod)
 	if err != nil {
 		return nil, err
@@ -256,14 +263,14 @@ func (s *syncer) event(pod *v1.Pod, typ, reason, format string, args ...any) {
 }
 
 func (s *syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, mirror *v1.Pod) (bool, error) {
-	rtp, err := inspect(ctx, s.rt, pod.UID)
+	rtp, err := s.runtimeState(ctx, pod.UID, false)
 	if err != nil {
 		return false, err
 	}
 	if s.pastDeadline(pod) {
 		msg := "Pod was active on the node longer than the specified deadline"
 		s.event(pod, v1.EventTypeNormal, "DeadlineExceeded", "%s", msg)
-		s.status.write(ctx, pod, mirror, rtp, func(st *v1.PodStatus) {
+		s.status.write(pod, rtp, func(st *v1.PodStatus) {
 			st.Phase, st.Reason, st.Message = v1.PodFailed, "DeadlineExceeded", msg
 		})
 		return true, nil // the pod worker stops its containers
@@ -273,7 +280,7 @@ func (s *syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, mirr
 	if plan.Done {
 		// Finished for good: the pod worker terminates what still runs
 		// (sidecars) through SyncTerminatingPod.
-		s.status.write(ctx, pod, mirror, rtp, nil)
+		s.status.write(pod, rtp, nil)
 		return true, nil
 	}
 	// Volumes first, on every sync of a pod that still runs something:
@@ -283,11 +290,11 @@ func (s *syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, mirr
 		s.objects.Register(ctx, pod)
 	}
 	if err := s.ensurePodCgroup(ctx, pod); err != nil {
-		s.status.write(ctx, pod, mirror, rtp, nil)
+		s.status.write(pod, rtp, nil)
 		return false, err
 	}
 	if err := s.volumes.SetUpPod(ctx, pod); err != nil {
-		s.status.write(ctx, pod, mirror, rtp, nil)
+		s.status.write(pod, rtp, nil)
 		return false, err
 	}
 	if plan.KillPod {
@@ -299,7 +306,7 @@ func (s *syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, mirr
 		if err := s.createSandbox(ctx, pod, plan.Attempt); err != nil {
 			return false, err
 		}
-		if rtp, err = inspect(ctx, s.rt, pod.UID); err != nil {
+		if rtp, err = s.runtimeState(ctx, pod.UID, true); err != nil {
 			return false, err
 		}
 		plan = s.plan(pod, rtp)
@@ -308,11 +315,11 @@ func (s *syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, mirr
 		klog.FromContext(ctx).Error(err, "Prepare the pod cgroup for a resize", "pod", klog.KObj(pod))
 	}
 	syncErr := s.execute(ctx, pod, rtp, plan)
-	if rtp, err = inspect(ctx, s.rt, pod.UID); err != nil {
+	if rtp, err = s.runtimeState(ctx, pod.UID, true); err != nil {
 		return false, err
 	}
 	s.actuateResize(ctx, pod, rtp)
-	s.status.write(ctx, pod, mirror, rtp, nil)
+	s.status.write(pod, rtp, nil)
 	return s.plan(pod, rtp).Done, syncErr
 }
 
@@ -729,22 +736,23 @@ func gracePeriod(pod *v1.Pod) int64 {
 }
 
 func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, grace int64, statusFn podworkers.StatusFunc) error {
-	rtp, err := inspect(ctx, s.rt, pod.UID)
+	rtp, err := s.runtimeState(ctx, pod.UID, false)
 	if err != nil {
 		return err
 	}
 	if err := s.stopAll(ctx, pod, rtp, grace); err != nil {
 		return err
 	}
-	if rtp, err = inspect(ctx, s.rt, pod.UID); err != nil {
+	if rtp, err = s.runtimeState(ctx, pod.UID, true); err != nil {
 		return err
 	}
-	s.status.write(ctx, pod, nil, rtp, statusFn)
+	s.status.write(pod, rtp, statusFn)
 	return nil
 }
 
 func (s *syncer) SyncTerminatingRuntimePod(ctx context.Context, pod *podworkers.RuntimePod) error {
-	rtp, err := inspect(ctx, s.rt, pod.UID)
+	// No barrier ran for a pod without config: relist it.
+	rtp, err := s.runtimeState(ctx, pod.UID, true)
 	if err != nil {
 		return err
 	}
@@ -762,11 +770,11 @@ func removeSandboxes(ctx context.Context, rt criapi.RuntimeService, sbs []*runti
 }
 
 func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error {
-	rtp, err := inspect(ctx, s.rt, pod.UID)
+	rtp, err := s.runtimeState(ctx, pod.UID, false)
 	if err != nil {
 		return err
 	}
-	s.status.write(ctx, pod, nil, rtp, nil)
+	s.status.write(pod, rtp, nil)
 	// A pod that finished but still exists keeps its dead containers, so
 	// that its logs and last states stay readable (the kubelet keeps them
 	// until the pod is deleted); housekeeping removes them after that.
@@ -785,5 +793,6 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error {
 	if s.alloc != nil {
 		s.alloc.Forget(pod.UID)
 	}
-	return s.status.finishDeletion(ctx, pod)
+	s.status.finishDeletion(pod)
+	return nil
 }

@@ -1,0 +1,470 @@
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/nodekit/nodekit/syncloop"
+)
+
+// Defaults of Config's zero fields.
+const (
+	// DefaultWorkers is how many pods' statuses are written at once.
+	DefaultWorkers = 4
+	// DefaultResyncPeriod is how often statuses not yet written are
+	// queued again (the kubelet's status sync period).
+	DefaultResyncPeriod = 10 * time.Second
+	// DefaultRetryBase and DefaultRetryMax bound the per-pod backoff
+	// after a failed write.
+	DefaultRetryBase = 200 * time.Millisecond
+	DefaultRetryMax  = 10 * time.Second
+)
+
+// Config configures a Manager. Zero fields take the defaults above.
+type Config struct {
+	// Client writes statuses; nil keeps them only in the cache (a
+	// standalone agent).
+	Client kubernetes.Interface
+	// Clock drives the resync and the retry backoff. Default: real.
+	Clock clock.WithTicker
+	// CouldHaveRunningContainers tells whether the pod may still have
+	// running containers (the pod workers' answer); a terminal phase and
+	// the deletion wait until it is false. Default: never.
+	CouldHaveRunningContainers func(types.UID) bool
+	// Workers bounds concurrent writes.
+	Workers int
+	// ResyncPeriod, RetryBase and RetryMax: see the defaults.
+	ResyncPeriod, RetryBase, RetryMax time.Duration
+}
+
+// Manager caches the latest status of every pod and writes it to the API
+// server. Its methods are safe for concurrent use; the setters never block
+// on the API server.
+type Manager struct {
+	cfg Config
+
+	mu      sync.Mutex
+	entries map[types.UID]*entry
+	queue   workqueue.TypedRateLimitingInterface[types.UID] // nil until Run
+}
+
+type entry struct {
+	pod    *v1.Pod
+	status v1.PodStatus
+	// version counts changes to status; written is the version last
+	// written in full (0: none).
+	version, written uint64
+	// finish: delete the pod (zero grace) once its final status is
+	// written and no container can run.
+	finish bool
+}
+
+// New validates cfg and returns a Manager.
+func New(cfg Config) (*Manager, error) {
+	var errs []error
+	if cfg.Workers < 0 {
+		errs = append(errs, fmt.Errorf("status: Workers must not be negative, got %d", cfg.Workers))
+	}
+	for name, d := range map[string]time.Duration{"ResyncPeriod": cfg.ResyncPeriod, "RetryBase": cfg.RetryBase, "RetryMax": cfg.RetryMax} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("status: %s must not be negative, got %v", name, d))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.CouldHaveRunningContainers == nil {
+		cfg.CouldHaveRunningContainers = func(types.UID) bool { return false }
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = DefaultWorkers
+	}
+	if cfg.ResyncPeriod == 0 {
+		cfg.ResyncPeriod = DefaultResyncPeriod
+	}
+	if cfg.RetryBase == 0 {
+		cfg.RetryBase = DefaultRetryBase
+	}
+	if cfg.RetryMax == 0 {
+		cfg.RetryMax = DefaultRetryMax
+	}
+	if cfg.RetryMax < cfg.RetryBase {
+		return nil, fmt.Errorf("status: RetryMax %v is below RetryBase %v", cfg.RetryMax, cfg.RetryBase)
+	}
+	return &Manager{cfg: cfg, entries: map[types.UID]*entry{}}, nil
+}
+
+// SetPodStatus caches status as pod's latest and queues its write if it
+// changed. A terminal phase already cached is never replaced by a
+// non-terminal one (the phase, reason and message stay).
+func (m *Manager) SetPodStatus(pod *v1.Pod, status v1.PodStatus) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.entries[pod.UID]
+	if e == nil {
+		e = &entry{}
+		m.entries[pod.UID] = e
+	}
+	if IsTerminal(e.status.Phase) && !IsTerminal(status.Phase) {
+		status.Phase, status.Reason, status.Message = e.status.Phase, e.status.Reason, e.status.Message
+	}
+	e.pod = pod
+	if e.version > 0 && equality.Semantic.DeepEqual(e.status, status) {
+		return
+	}
+	e.status = *status.DeepCopy()
+	e.version++
+	m.enqueueLocked(pod.UID)
+}
+
+// SetContainerReadiness records the prober's readiness result for the
+// container with the given ID ("<runtime>://<id>") and recomputes the pod's
+// ContainersReady and Ready conditions, without waiting for a pod sync.
+func (m *Manager) SetContainerReadiness(uid types.UID, containerID string, ready bool) {
+	m.updateContainer(uid, containerID, func(pod *v1.Pod, s *v1.PodStatus, cs *v1.ContainerStatus) bool {
+		if cs.Ready == ready || (ready && cs.State.Running == nil) {
+			return false
+		}
+		cs.Ready = ready
+		now := metav1.NewTime(m.cfg.Clock.Now())
+		containersReady, podReady := ReadyConditions(pod, s)
+		for _, c := range []v1.PodCondition{containersReady, podReady} {
+			if old := findCondition(s.Conditions, c.Type); old != nil {
+				if old.Status == c.Status {
+					c.LastTransitionTime = old.LastTransitionTime
+				} else {
+					c.LastTransitionTime = now
+				}
+				c.ObservedGeneration = old.ObservedGeneration
+				*old = c
+			}
+		}
+		return true
+	})
+}
+
+// SetContainerStartup records the prober's startup result for the
+// container with the given ID.
+func (m *Manager) SetContainerStartup(uid types.UID, containerID string, started bool) {
+	m.updateContainer(uid, containerID, func(_ *v1.Pod, _ *v1.PodStatus, cs *v1.ContainerStatus) bool {
+		if cs.Started != nil && *cs.Started == started || (started && cs.State.Running == nil) {
+			return false
+		}
+		cs.Started = &started
+		return true
+	})
+}
+
+func (m *Manager) updateContainer(uid types.UID, containerID string, update func(*v1.Pod, *v1.PodStatus, *v1.ContainerStatus) bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.entries[uid]
+	if e == nil || IsTerminal(e.status.Phase) {
+		return
+	}
+	s := e.status.DeepCopy()
+	for _, list := range [][]v1.ContainerStatus{s.ContainerStatuses, s.InitContainerStatuses} {
+		for i := range list {
+			if list[i].ContainerID == containerID && containerID != "" {
+				if update(e.pod, s, &list[i]) {
+					e.status = *s
+					e.version++
+					m.enqueueLocked(uid)
+				}
+				return
+			}
+		}
+	}
+}
+
+// PodStatus returns the latest status cached for the pod.
+func (m *Manager) PodStatus(uid types.UID) (v1.PodStatus, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.entries[uid]; e != nil && e.version > 0 {
+		return *e.status.DeepCopy(), true
+	}
+	return v1.PodStatus{}, false
+}
+
+// Pods returns a copy of every cached pod with its latest status.
+func (m *Manager) Pods() []v1.Pod {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]v1.Pod, 0, len(m.entries))
+	for _, e := range m.entries {
+		p := e.pod.DeepCopy()
+		p.Status = *e.status.DeepCopy()
+		out = append(out, *p)
+	}
+	return out
+}
+
+// Finish asks for the deletion of pod to be completed: once its latest
+// status is written and no container can run, the pod is deleted with zero
+// grace (UID precondition) and forgotten. It does nothing for a pod not
+// being deleted or a static pod (whose mirror the agent manages).
+func (m *Manager) Finish(pod *v1.Pod) {
+	if pod.DeletionTimestamp == nil || isStatic(pod) {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.entries[pod.UID]
+	if e == nil {
+		e = &entry{pod: pod, status: pod.Status, version: 1}
+		m.entries[pod.UID] = e
+	}
+	e.pod, e.finish = pod, true
+	m.enqueueLocked(pod.UID)
+}
+
+// RemoveOrphans forgets the statuses of pods keep refuses (pods no longer
+// known to the agent), except those not yet written or whose deletion is
+// still to be finished: a write finds out whether the pod still exists.
+func (m *Manager) RemoveOrphans(keep func(types.UID) bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for uid, e := range m.entries {
+		if !e.finish && e.written == e.version && !keep(uid) {
+			delete(m.entries, uid)
+		}
+	}
+}
+
+// Pending returns how many pods have a status not yet written.
+func (m *Manager) Pending() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, e := range m.entries {
+		if e.written != e.version || e.finish {
+			n++
+		}
+	}
+	return n
+}
+
+func (m *Manager) enqueueLocked(uid types.UID) {
+	if m.queue != nil {
+		m.queue.Add(uid)
+	}
+}
+
+// Run writes queued statuses until ctx ends: Workers at a time, a failed
+// write retried with a per-pod backoff, every ResyncPeriod the statuses not
+// yet written queued again.
+func (m *Manager) Run(ctx context.Context) error {
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[types.UID](m.cfg.RetryBase, m.cfg.RetryMax),
+		workqueue.TypedRateLimitingQueueConfig[types.UID]{Clock: m.cfg.Clock})
+	m.mu.Lock()
+	if m.queue != nil {
+		m.mu.Unlock()
+		q.ShutDown()
+		return errors.New("status: Run called twice")
+	}
+	m.queue = q
+	m.mu.Unlock()
+	m.requeue()
+	var wg sync.WaitGroup
+	for i := 0; i < m.cfg.Workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for m.processNext(ctx, q) {
+			}
+		}()
+	}
+	t := m.cfg.Clock.NewTicker(m.cfg.ResyncPeriod)
+	defer t.Stop()
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+		case <-t.C():
+			m.requeue()
+		}
+	}
+	q.ShutDown()
+	wg.Wait()
+	m.mu.Lock()
+	m.queue = nil
+	m.mu.Unlock()
+	return nil
+}
+
+// requeue queues every pod whose status is not written yet.
+func (m *Manager) requeue() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for uid, e := range m.entries {
+		if e.written != e.version || e.finish {
+			m.enqueueLocked(uid)
+		}
+	}
+}
+
+func (m *Manager) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[types.UID]) bool {
+	uid, quit := q.Get()
+	if quit {
+		return false
+	}
+	defer q.Done(uid)
+	if err := m.Sync(ctx, uid); err != nil {
+		klog.FromContext(ctx).V(2).Info("Pod status write failed, will retry", "podUID", uid, "err", err)
+		q.AddRateLimited(uid)
+		return true
+	}
+	q.Forget(uid)
+	return true
+}
+
+// Sync writes the pod's latest status now (one pass of a worker): it reads
+// the pod from the API server, merges, patches if anything changed, and
+// completes a requested deletion. An error means the write should be
+// retried.
+func (m *Manager) Sync(ctx context.Context, uid types.UID) error {
+	m.mu.Lock()
+	e := m.entries[uid]
+	if e == nil {
+		m.mu.Unlock()
+		return nil
+	}
+	pod, status, version, finish := e.pod, *e.status.DeepCopy(), e.version, e.finish
+	m.mu.Unlock()
+	if m.cfg.Client == nil {
+		m.markWritten(uid, version, finish)
+		return nil
+	}
+	pods := m.cfg.Client.CoreV1().Pods(pod.Namespace)
+	found, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		if !isStatic(pod) {
+			m.forget(uid) // gone: nothing left to report
+		}
+		return nil // a static pod's mirror does not exist yet: the resync retries
+	case err != nil:
+		return fmt.Errorf("get pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	if isStatic(pod) {
+		if !isMirrorOf(found, pod) {
+			return nil // not this static pod's mirror (yet): the resync retries
+		}
+	} else if found.UID != pod.UID {
+		m.forget(uid) // deleted and recreated under the same name
+		return nil
+	}
+	couldRun := m.cfg.CouldHaveRunningContainers(uid)
+	merged := Merge(pod, found.Status, status, couldRun, metav1.NewTime(m.cfg.Clock.Now()))
+	if !equality.Semantic.DeepEqual(found.Status, merged) {
+		if err := patchStatus(ctx, m.cfg.Client, found, merged); err != nil {
+			if apierrors.IsNotFound(err) && !isStatic(pod) {
+				m.forget(uid)
+				return nil
+			}
+			return err
+		}
+	}
+	// A held-back terminal phase is not written yet: the resync (or the
+	// next status) tries again.
+	complete := merged.Phase == status.Phase
+	if complete {
+		m.markWritten(uid, version, false)
+	}
+	if !finish || couldRun || !complete {
+		return nil
+	}
+	grace := int64(0)
+	err = pods.Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace, Preconditions: &metav1.Preconditions{UID: &found.UID}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	m.markWritten(uid, version, true)
+	return nil
+}
+
+// markWritten records version as written; done forgets a finished pod
+// whose status did not change meanwhile.
+func (m *Manager) markWritten(uid types.UID, version uint64, done bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.entries[uid]
+	if e == nil {
+		return
+	}
+	if e.written < version {
+		e.written = version
+	}
+	if done && e.version == version {
+		delete(m.entries, uid)
+	}
+}
+
+func (m *Manager) forget(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.entries, uid)
+}
+
+// patchStatus sends the change from found's status to status as a strategic
+// merge patch guarded by found's UID.
+func patchStatus(ctx context.Context, client kubernetes.Interface, found *v1.Pod, status v1.PodStatus) error {
+	oldJSON, err := json.Marshal(v1.Pod{Status: found.Status})
+	if err != nil {
+		return err
+	}
+	newJSON, err := json.Marshal(v1.Pod{Status: status})
+	if err != nil {
+		return err
+	}
+	patch, err := strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, v1.Pod{})
+	if err != nil {
+		return err
+	}
+	var body map[string]any
+	if err := json.Unmarshal(patch, &body); err != nil {
+		return err
+	}
+	body["metadata"] = map[string]any{"uid": string(found.UID)}
+	if patch, err = json.Marshal(body); err != nil {
+		return err
+	}
+	_, err = client.CoreV1().Pods(found.Namespace).Patch(ctx, found.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	if err != nil {
+		return fmt.Errorf("patch status of pod %s/%s: %w", found.Namespace, found.Name, err)
+	}
+	return nil
+}
+
+// isStatic reports whether pod comes from a file or URL source; its status
+// goes to its mirror pod.
+func isStatic(pod *v1.Pod) bool {
+	src, ok := pod.Annotations[syncloop.ConfigSourceAnnotationKey]
+	return ok && src != syncloop.APIServerSourceName
+}
+
+// isMirrorOf reports whether mirror is the mirror pod of static pod pod.
+func isMirrorOf(mirror, pod *v1.Pod) bool {
+	hash, ok := mirror.Annotations[syncloop.ConfigMirrorAnnotationKey]
+	return ok && hash == pod.Annotations[syncloop.ConfigHashAnnotationKey]
+}
