@@ -220,17 +220,24 @@ func podConditions(pod *v1.Pod, s, old *v1.PodStatus, now metav1.Time, sandboxRe
 	}
 	ready, podReady := podstatus.ReadyConditions(pod, s)
 	sandbox := condition(v1.PodReadyToStartContainers, sandboxReady, "")
-	scheduled := v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue}
+	scheduled, byScheduler := v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue}, false
 	for _, c := range pod.Status.Conditions {
 		if c.Type == v1.PodScheduled {
-			scheduled = c // the scheduler's, as found
+			scheduled, byScheduler = c, true
 		}
 	}
+	// The kubelet reports PodScheduled True for the pod it runs (the
+	// scheduler's transition time kept), at the generation it observed.
+	scheduled.Status, scheduled.Reason, scheduled.Message = v1.ConditionTrue, "", ""
 	out := conditions(old, now, sandbox, initCond, ready, podReady)
+	if byScheduler {
+		out = append(out, scheduled)
+	} else {
+		out = append(out, conditions(old, now, scheduled)...) // bound by its creator
+	}
 	for i := range out {
 		out[i].ObservedGeneration = pod.Generation
 	}
-	out = append(out, scheduled)
 	out = append(out, conditions(old, now, resize...)...)
 	disruption := false
 	for _, c := range pod.Status.Conditions {
