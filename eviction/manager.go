@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -21,6 +22,9 @@ type Manager struct {
 	trigger chan struct{}
 
 	pass sync.Mutex // serialises Synchronize
+	// waitingUntil is when Run's next pass is due (Unix ns) while Run
+	// waits for it; 0 otherwise (NextPass).
+	waitingUntil atomic.Int64
 
 	mu                sync.RWMutex // guards the fields below
 	conditions        []v1.NodeConditionType

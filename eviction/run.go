@@ -3,6 +3,7 @@ package eviction
 import (
 	"context"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -71,6 +72,8 @@ func (m *Manager) Run(ctx context.Context) error {
 func (m *Manager) waitForNextPass(ctx context.Context) bool {
 	t := m.cfg.Clock.NewTimer(m.cfg.MonitoringInterval)
 	defer t.Stop()
+	m.waitingUntil.Store(m.cfg.Clock.Now().Add(m.cfg.MonitoringInterval).UnixNano())
+	defer m.waitingUntil.Store(0)
 	select {
 	case <-ctx.Done():
 		return false
@@ -103,4 +106,15 @@ func (m *Manager) waitForCleanup(ctx context.Context, pod *v1.Pod) bool {
 	}
 	logger.Info("Eviction manager: pod successfully cleaned up", "pod", klog.KObj(pod))
 	return true
+}
+
+// NextPass tells when Run's next periodic pass is due, on Config.Clock,
+// while Run waits for it (or for a trigger); ok is false while a pass or a
+// wait for an evicted pod's cleanup is in progress, or Run is not running.
+// A test on a fake clock waits until ok before stepping the clock to next.
+func (m *Manager) NextPass() (next time.Time, ok bool) {
+	if n := m.waitingUntil.Load(); n != 0 {
+		return time.Unix(0, n), true
+	}
+	return time.Time{}, false
 }

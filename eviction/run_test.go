@@ -74,9 +74,13 @@ func TestRunTriggerPollingAndCleanup(t *testing.T) {
 		}
 		kills <- p.Name
 	}
+	_, waiting := e.m.NextPass()
+	require.False(t, waiting, "not running")
 	stop := startRun(t, e.m)
 	defer stop()
-	waitWaiters(t, e.clock) // first pass done, waiting for the interval
+	spinUntil(t, func() bool { _, ok := e.m.NextPass(); return ok }) // first pass done, waiting for the interval
+	next, _ := e.m.NextPass()
+	require.True(t, e.clock.Now().Add(DefaultMonitoringInterval).Equal(next), "next %v", next)
 
 	// A trigger passes at once, without waiting for the interval.
 	e.step(time.Millisecond) // a fresh sample

@@ -20,6 +20,11 @@ type Controller struct {
 	entries map[string]*entry
 	queue   schedule      // entries not in flight, by due time
 	wake    chan struct{} // nudges Run when the earliest due time moved
+	// inFlight counts renewals in progress; sleeping and sleepUntil say
+	// that Run sleeps and until when (zero: until nudged). For NextDue.
+	inFlight   int
+	sleeping   bool
+	sleepUntil time.Time
 }
 
 // entry is the state of one lease. Fields other than name are guarded by
@@ -162,6 +167,21 @@ func (s *schedule) Pop() any {
 	*s = old[:len(old)-1]
 	e.index = -1
 	return e
+}
+
+// NextDue tells when Run wakes next to renew, on Config.Clock, while Run is
+// idle: asleep, with no renewal in flight and no reschedule pending. ok is
+// false otherwise, and when Run is not running; next is the zero time when
+// no renewal is scheduled. A test on a fake clock waits until ok, then steps
+// the clock to next: the fake clock also holds the request timeouts of
+// renewals in flight, so "the clock has waiters" does not mean Run waits.
+func (c *Controller) NextDue() (next time.Time, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.sleeping || c.inFlight > 0 || len(c.wake) > 0 {
+		return time.Time{}, false
+	}
+	return c.sleepUntil, true
 }
 
 // NextRenewal returns when the next renewal of nodeName is due, and false

@@ -46,6 +46,7 @@ func (c *Controller) Renew(ctx context.Context, nodeName string) error {
 		heap.Remove(&c.queue, e.index)
 	}
 	e.inFlight = true
+	c.inFlight++
 	due := e.due
 	c.mu.Unlock()
 	return c.renewAndReschedule(ctx, e, due)
@@ -72,6 +73,7 @@ func (c *Controller) renewAndReschedule(ctx context.Context, e *entry, due time.
 
 	c.mu.Lock()
 	e.inFlight = false
+	c.inFlight--
 	if !e.uidSet || st.uidSet { // a concurrent SetNodeUID wins over lookups
 		e.uid, e.uidSet = st.uid, st.uidSet
 	}

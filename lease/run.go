@@ -59,6 +59,7 @@ func (c *Controller) popDue() ([]dueEntry, time.Duration) {
 	for c.queue.Len() > 0 && !c.queue[0].due.After(now) && len(due) < c.cfg.Workers {
 		e := heap.Pop(&c.queue).(*entry)
 		e.inFlight = true
+		c.inFlight++
 		due = append(due, dueEntry{e: e, due: e.due})
 	}
 	if len(due) > 0 || c.queue.Len() == 0 {
@@ -73,6 +74,7 @@ func (c *Controller) requeue(due []dueEntry) {
 	defer c.mu.Unlock()
 	for _, d := range due {
 		d.e.inFlight = false
+		c.inFlight--
 		if !d.e.removed {
 			heap.Push(&c.queue, d.e)
 		}
@@ -82,6 +84,17 @@ func (c *Controller) requeue(due []dueEntry) {
 // sleep waits for wait (forever if negative), a nudge, or ctx. It reports
 // false when ctx is done.
 func (c *Controller) sleep(ctx context.Context, wait time.Duration) bool {
+	c.mu.Lock()
+	c.sleeping, c.sleepUntil = true, time.Time{}
+	if wait >= 0 {
+		c.sleepUntil = c.cfg.Clock.Now().Add(wait)
+	}
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.sleeping = false
+		c.mu.Unlock()
+	}()
 	if wait < 0 {
 		select {
 		case <-c.wake:

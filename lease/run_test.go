@@ -33,6 +33,8 @@ func runController(t *testing.T, c *lease.Controller) func() {
 func TestRunRenewsOnSchedule(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	c, client, clk := newController(t, nil)
+	_, idle := c.NextDue()
+	require.False(t, idle, "not running")
 	stop := runController(t, c)
 	defer stop()
 
@@ -40,11 +42,16 @@ func TestRunRenewsOnSchedule(t *testing.T) {
 	for i := 1; i <= 5; i++ {
 		// Wait for Run to be parked on its timer and nothing else (the
 		// previous request's timeout released), then fire it.
+		var next time.Time
 		require.Eventually(t, func() bool {
-			next, _ := c.NextRenewal("node-a")
-			return clk.Waiters() == 1 && next.Equal(clk.Now().Add(10*time.Second))
+			var idle bool
+			next, idle = c.NextDue()
+			return idle && next.After(clk.Now())
 		}, 5*time.Second, time.Millisecond)
-		clk.Step(10 * time.Second)
+		due, _ := c.NextRenewal("node-a")
+		require.Equal(t, clk.Now().Add(10*time.Second), next)
+		require.Equal(t, due, next)
+		clk.Step(next.Sub(clk.Now()))
 		require.Eventually(t, func() bool { return client.Calls("update") == i }, 5*time.Second, time.Millisecond)
 		require.True(t, client.Lease(ns, "node-a").Spec.RenewTime.Time.Equal(clk.Now()))
 	}

@@ -67,6 +67,14 @@ type Config struct {
 	// DisableRegistration: the Node is created by someone else
 	// (--register-node=false); the controller only updates status.
 	DisableRegistration bool
+	// ResetExtendedResources, if set and true when the Node is found
+	// already registered, zeroes the capacity and allocatable of its
+	// extended resources (device-plugin resources such as GPUs) until
+	// their providers report again: upstream does so when the device
+	// manager has no checkpoint, i.e. the node or agent state was
+	// recreated, so that pods are not scheduled onto devices that no
+	// longer exist.
+	ResetExtendedResources func() bool
 	// UpdateFrequency is the status computation period. Default 10s.
 	UpdateFrequency time.Duration
 	// ReportFrequency is the longest time without a status patch. Default

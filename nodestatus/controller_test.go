@@ -9,10 +9,12 @@ import (
 	"time"
 
 	cadvisorapi "github.com/google/cadvisor/info/v1"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -192,6 +194,28 @@ func TestReconcileExistingNodeKeepsExternalConditions(t *testing.T) {
 	require.NotNil(t, findCondition(n, "NetworkUnavailable"), "an external writer's condition survives")
 	require.Equal(t, v1.NodeReady, n.Status.Conditions[len(n.Status.Conditions)-1].Type)
 	require.False(t, n.Status.Capacity.Cpu().IsZero())
+}
+
+// TestReRegisterZeroesExtendedResources: an agent whose device state was
+// lost finds its Node registered with a device plugin's resources; they are
+// zeroed until a provider reports them again, and kept without the hook.
+func TestReRegisterZeroesExtendedResources(t *testing.T) {
+	for _, reset := range []bool{true, false} {
+		existing := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+		existing.Status.Capacity = v1.ResourceList{"example.com/gpu": resource.MustParse("4"), v1.ResourceCPU: resource.MustParse("8")}
+		existing.Status.Allocatable = existing.Status.Capacity.DeepCopy()
+		a := newAgent(t, func(c *Config) { c.ResetExtendedResources = func() bool { return reset } }, existing)
+		_, err := a.ctl.Sync(context.Background())
+		require.NoError(t, err)
+		n := a.server(t)
+		gpu, gpuAlloc := n.Status.Capacity["example.com/gpu"], n.Status.Allocatable["example.com/gpu"]
+		if reset {
+			assert.True(t, gpu.IsZero() && gpuAlloc.IsZero(), "zeroed: %v/%v", gpu.String(), gpuAlloc.String())
+		} else {
+			assert.Equal(t, int64(4), gpu.Value())
+		}
+		assert.False(t, n.Status.Capacity.Cpu().IsZero(), "native resources untouched")
+	}
 }
 
 func TestRetriesReadFromServerAndRecover(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -101,7 +102,11 @@ func (c *Controller) register(ctx context.Context) error {
 	}
 	logger.Info("Node was previously registered", "node", klog.KObj(node))
 	reconciled := existing.DeepCopy()
-	if !reconcileNode(node, reconciled) {
+	changed := reconcileNode(node, reconciled)
+	if c.cfg.ResetExtendedResources != nil && c.cfg.ResetExtendedResources() {
+		changed = zeroExtendedResources(reconciled) || changed
+	}
+	if !changed {
 		c.adopt(existing)
 		return setErr
 	}
@@ -192,6 +197,21 @@ func reconcileResources(initial, existing *v1.Node) bool {
 			delete(existing.Status.Capacity, name)
 			delete(existing.Status.Allocatable, name)
 			changed = true
+		}
+	}
+	return changed
+}
+
+// zeroExtendedResources sets every extended resource of node to zero and
+// reports whether any was not.
+func zeroExtendedResources(node *v1.Node) bool {
+	changed := false
+	for _, list := range []v1.ResourceList{node.Status.Capacity, node.Status.Allocatable} {
+		for name, q := range list {
+			if isExtendedResource(name) && !q.IsZero() {
+				list[name] = *resource.NewQuantity(0, resource.DecimalSI)
+				changed = true
+			}
 		}
 	}
 	return changed

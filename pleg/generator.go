@@ -38,11 +38,17 @@ type Generator struct {
 
 	streamUp atomic.Bool // evented mode: the event stream is connected
 	running  atomic.Bool
+	// waitingUntil is when the loop's timer fires (Unix ns) while the loop
+	// waits; 0 otherwise (NextRelist).
+	waitingUntil atomic.Int64
 
 	reqMu    sync.Mutex
 	requests map[types.UID]time.Time // single-pod relists requested, with when
 	fullReq  bool                    // a full relist is requested
-	reqWake  chan struct{}           // capacity 1
+	// reinspect holds the pods to inspect again at the next relist even
+	// if unchanged (RequestReinspect).
+	reinspect map[types.UID]struct{}
+	reqWake   chan struct{} // capacity 1
 }
 
 // New validates cfg and returns a Generator with an empty cache.
@@ -56,16 +62,17 @@ func New(cfg Config) (*Generator, error) {
 		return nil, err
 	}
 	g := &Generator{
-		cfg:      cfg,
-		rt:       cfg.Runtime,
-		clock:    cfg.Clock,
-		cache:    NewCache(),
-		em:       newEmitter(cfg.EventChannelCapacity, cfg.DeliverContainerChanged, m),
-		m:        m,
-		records:  map[types.UID]*podRecord{},
-		sbIndex:  map[string]*podRecord{},
-		requests: map[types.UID]time.Time{},
-		reqWake:  make(chan struct{}, 1),
+		cfg:       cfg,
+		rt:        cfg.Runtime,
+		clock:     cfg.Clock,
+		cache:     NewCache(),
+		em:        newEmitter(cfg.EventChannelCapacity, cfg.DeliverContainerChanged, m),
+		m:         m,
+		records:   map[types.UID]*podRecord{},
+		sbIndex:   map[string]*podRecord{},
+		requests:  map[types.UID]time.Time{},
+		reinspect: map[types.UID]struct{}{},
+		reqWake:   make(chan struct{}, 1),
 	}
 	if cfg.Evented {
 		// While events flow, a pod's status changes only when an event says
@@ -149,6 +156,31 @@ func (g *Generator) RequestRelist(uid types.UID) {
 	}
 	g.reqMu.Unlock()
 	g.signal()
+}
+
+// RequestReinspect marks a pod to be inspected again by the next relist
+// (full or of that pod) even if nothing about it changed; that relist then
+// refreshes its cached status and emits a PodSync for it, which makes the
+// sync loop sync the pod (upstream's reinspection, e.g. after an in-place
+// resize that could not be actuated yet). A pod the Generator does not know
+// is ignored. It never blocks and does not itself trigger a relist.
+func (g *Generator) RequestReinspect(uid types.UID) {
+	g.reqMu.Lock()
+	g.reinspect[uid] = struct{}{}
+	g.reqMu.Unlock()
+}
+
+// takeReinspections moves the requested reinspections onto the known
+// records. relistMu must be held.
+func (g *Generator) takeReinspections() {
+	g.reqMu.Lock()
+	defer g.reqMu.Unlock()
+	for uid := range g.reinspect {
+		if rec, ok := g.records[uid]; ok {
+			rec.reinspect = true
+		}
+		delete(g.reinspect, uid)
+	}
 }
 
 func (g *Generator) requestFull() {

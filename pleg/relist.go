@@ -58,6 +58,7 @@ func (g *Generator) Relist(ctx context.Context) (RelistResult, error) {
 		return res, err
 	}
 	g.group(sandboxes, containers)
+	g.takeReinspections()
 
 	var work []*podWork
 	for _, rec := range g.records {
@@ -113,6 +114,7 @@ func (g *Generator) RelistPod(ctx context.Context, uid types.UID) (RelistResult,
 	if err != nil {
 		return res, fmt.Errorf("pleg: relist pod %s: %w", uid, err)
 	}
+	g.takeReinspections()
 	rec, known := g.records[uid]
 	if !known {
 		if len(entries) == 0 {

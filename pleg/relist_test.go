@@ -166,6 +166,21 @@ func TestRelistStatusFailureIsRetried(t *testing.T) {
 	require.Empty(t, drain(g))
 	relist(t, g)
 	require.Equal(t, []PodLifecycleEvent{ev(uidOf("web"), PodSync, "")}, drain(g))
+
+	// A host asks for a reinspection of an unchanged pod: the next relist
+	// fetches its status again and syncs it; the one after is quiet.
+	calls := e.sim.Calls("ContainerStatus")
+	g.RequestReinspect(uidOf("web"))
+	g.RequestReinspect("unknown-pod")
+	relist(t, g)
+	require.Equal(t, []PodLifecycleEvent{ev(uidOf("web"), PodSync, "")}, drain(g))
+	require.Greater(t, e.sim.Calls("ContainerStatus"), calls, "status fetched again")
+	relist(t, g)
+	require.Empty(t, drain(g))
+	g.RequestReinspect(uidOf("web"))
+	_, err = g.RelistPod(context.Background(), uidOf("web"))
+	require.NoError(t, err)
+	require.Equal(t, []PodLifecycleEvent{ev(uidOf("web"), PodSync, "")}, drain(g), "a single-pod relist honours it too")
 }
 
 func TestRelistListFailure(t *testing.T) {

@@ -35,24 +35,47 @@ func (g *Generator) Run(ctx context.Context) error {
 
 func (g *Generator) loop(ctx context.Context) {
 	g.relistLogged(ctx)
-	timer := g.clock.NewTimer(g.period())
+	d := g.period()
+	timer := g.clock.NewTimer(d)
 	defer timer.Stop()
+	due := g.clock.Now().Add(d)
 	for {
+		g.waitingUntil.Store(due.UnixNano())
 		select {
 		case <-ctx.Done():
+			g.waitingUntil.Store(0)
 			return
 		case <-timer.C():
+			g.waitingUntil.Store(0)
 			g.relistLogged(ctx)
-			timer.Reset(g.period())
+			d = g.period()
+			timer.Reset(d)
+			due = g.clock.Now().Add(d)
 		case <-g.reqWake:
+			g.waitingUntil.Store(0)
 			full, pods := g.takeRequests()
 			if full {
 				g.relistLogged(ctx)
-				resetTimer(timer, g.period())
+				d = g.period()
+				resetTimer(timer, d)
+				due = g.clock.Now().Add(d)
 			}
 			g.relistPods(ctx, pods)
 		}
 	}
+}
+
+// NextRelist tells when Run's next periodic relist is due, on the
+// Generator's clock, while Run waits for it (or for a request); ok is false
+// while a relist is in progress or Run is not running. A test on a fake
+// clock waits until ok before stepping the clock to the returned time: the
+// fake clock also holds the timeouts of runtime calls in flight, so "the
+// clock has waiters" does not mean Run waits.
+func (g *Generator) NextRelist() (next time.Time, ok bool) {
+	if n := g.waitingUntil.Load(); n != 0 {
+		return time.Unix(0, n), true
+	}
+	return time.Time{}, false
 }
 
 // relistPods serves single-pod relist requests a full relist has not

@@ -48,9 +48,15 @@ func TestRunRelistsPeriodically(t *testing.T) {
 	stop := running(t, g)
 
 	require.Equal(t, ev(uidOf("web"), ContainerStarted, sb), next(t, g), "first relist at once")
-	e.waitWaiters(t, 1)
+	var due time.Time
+	require.Eventually(t, func() bool {
+		var ok bool
+		due, ok = g.NextRelist()
+		return ok
+	}, 5*time.Second, time.Millisecond, "Run waits for its next relist")
+	require.True(t, e.clock.Now().Add(time.Second).Equal(due), "due %v", due)
 	app := e.startContainer(t, sb, "web", "app")
-	e.clock.Step(time.Second)
+	e.clock.Step(due.Sub(e.clock.Now()))
 	require.Equal(t, ev(uidOf("web"), ContainerStarted, app), next(t, g))
 	e.waitWaiters(t, 1)
 
@@ -64,6 +70,8 @@ func TestRunRelistsPeriodically(t *testing.T) {
 	stop()
 	ok, _ := g.Healthy()
 	require.True(t, ok)
+	_, waiting := g.NextRelist()
+	require.False(t, waiting, "not running")
 }
 
 func TestRunPaysDebtsToSlowConsumer(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -28,6 +29,9 @@ type Manager struct {
 	pods    map[types.UID]*podStatus // latest status fed by UpdatePodStatus
 	queue   schedule                 // workers waiting for their next run
 	wake    chan struct{}            // 1-buffered: the schedule's head moved earlier
+	// waitingUntil is when Run's timer fires (Unix ns) while Run waits,
+	// noneDue while it waits with no probe scheduled, 0 otherwise.
+	waitingUntil atomic.Int64
 
 	// onStart, if set (by tests), is called as each probe starts with its
 	// scheduled and actual start times.

@@ -47,22 +47,47 @@ func (m *Manager) Run(ctx context.Context) error {
 			continue
 		}
 		var tick <-chan time.Time
+		waiting := int64(noneDue)
 		if wait >= 0 {
 			timer.Reset(wait)
 			tick = timer.C()
+			waiting = m.cfg.Clock.Now().Add(wait).UnixNano()
 		}
+		m.waitingUntil.Store(waiting)
 		select {
 		case <-ctx.Done():
+			m.waitingUntil.Store(0)
 			return nil
 		case <-m.wake:
 		case <-tick:
 		}
+		m.waitingUntil.Store(0)
 		if !timer.Stop() && wait >= 0 {
 			select { // drain a tick that fired while woken otherwise
 			case <-timer.C():
 			default:
 			}
 		}
+	}
+}
+
+// noneDue marks Run waiting with no probe scheduled (waitingUntil).
+const noneDue = -1
+
+// NextProbe tells when Run's next probe is due, on Config.Clock, while Run
+// waits for it: ok is false while Run is dispatching probes or not running,
+// and next is the zero time if no probe is scheduled. A test on a fake clock
+// waits until ok before stepping the clock to next: the fake clock also holds
+// the timeouts of probes in flight, so "the clock has waiters" does not mean
+// Run waits.
+func (m *Manager) NextProbe() (next time.Time, ok bool) {
+	switch n := m.waitingUntil.Load(); n {
+	case 0:
+		return time.Time{}, false
+	case noneDue:
+		return time.Time{}, true
+	default:
+		return time.Unix(0, n), true
 	}
 }
 

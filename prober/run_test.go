@@ -39,10 +39,28 @@ func TestRunDeliversUpdates(t *testing.T) {
 
 	e.runner.set("live", 1)
 	for range 3 {
-		require.Eventually(t, e.clock.HasWaiters, 5*time.Second, time.Millisecond)
-		e.clock.Step(10 * time.Second)
+		// Step exactly to the next probe, once Run waits for it.
+		var due time.Time
+		require.Eventually(t, func() bool {
+			var ok bool
+			due, ok = e.m.NextProbe()
+			return ok && due.After(e.clock.Now())
+		}, 5*time.Second, time.Millisecond)
+		e.clock.Step(due.Sub(e.clock.Now()))
 	}
 	require.Equal(t, want(Liveness, Failure), <-e.m.Updates(Liveness))
+}
+
+func TestNextProbe(t *testing.T) {
+	leakCheck(t)
+	e := newEnv(t)
+	_, ok := e.m.NextProbe()
+	require.False(t, ok, "not running")
+	e.startRun(t)
+	require.Eventually(t, func() bool {
+		next, ok := e.m.NextProbe()
+		return ok && next.IsZero()
+	}, 5*time.Second, time.Millisecond, "waiting, nothing scheduled")
 }
 
 func TestSlowConsumerNeverBlocksWorkers(t *testing.T) {

@@ -105,20 +105,9 @@ func drainEvents(g *pleg.Generator) []pleg.PodLifecycleEvent {
 // node identity: real busybox containers, exec probes, a crash loop, a
 // deletion.
 func TestReferenceAgentContainerd(t *testing.T) {
-	ep := containerdEndpoint(t)
-	ctx, cancel := context.WithCancel(context.Background())
 	const node = "ctd-node"
+	ctx, _ := runContainerdAgent(t, node, nil)
 	admin := srv.AdminClient()
-	ensureDefaultServiceAccount(t, admin, "default")
-	a, err := agent.New(ctx, agent.Options{NodeName: node, Kube: srv.NodeConfig(node), RuntimeEndpoint: ep,
-		NodeIP: "10.89.0.1", HTTPAddr: "-", CgroupRoot: cgroupRoot(t), RootDir: t.TempDir(), PodLogsDir: t.TempDir()})
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		require.NoError(t, <-done)
-	}()
 	eventually := func(msg string, f func() bool) {
 		t.Helper()
 		require.Eventually(t, f, 60*time.Second, 200*time.Millisecond, msg)
@@ -131,7 +120,7 @@ func TestReferenceAgentContainerd(t *testing.T) {
 			ReadinessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"cat", "/etc/passwd"}}}, PeriodSeconds: 2}},
 		{Name: "crasher", Image: busybox, Command: []string{"sh", "-c", "echo bye; exit 3"}},
 	}}}
-	_, err = admin.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+	_, err := admin.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
 	require.NoError(t, err)
 	eventually("sleeper Running and Ready with a pod IP; crasher crash-looping", func() bool {
 		p := getPod(t, admin, "ctd-web")
@@ -152,27 +141,16 @@ func TestReferenceAgentContainerd(t *testing.T) {
 // configMap update arrive in the running container, and checks that the
 // tmpfs and the pod directory are gone after deletion.
 func TestReferenceAgentVolumesContainerd(t *testing.T) {
-	ep := containerdEndpoint(t)
-	ctx, cancel := context.WithCancel(context.Background())
 	const node = "ctd-vol-node"
+	ctx, opts := runContainerdAgent(t, node, nil)
 	admin := srv.AdminClient()
-	ensureDefaultServiceAccount(t, admin, "default")
-	root, logs := t.TempDir(), t.TempDir()
-	a, err := agent.New(ctx, agent.Options{NodeName: node, Kube: srv.NodeConfig(node), RuntimeEndpoint: ep,
-		NodeIP: "10.89.0.1", HTTPAddr: "-", CgroupRoot: cgroupRoot(t), RootDir: root, PodLogsDir: logs})
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		require.NoError(t, <-done)
-	}()
+	root, logs := opts.RootDir, opts.PodLogsDir
 	eventually := func(msg string, f func() bool) {
 		t.Helper()
 		require.Eventually(t, f, 90*time.Second, 250*time.Millisecond, msg)
 	}
 	cms := admin.CoreV1().ConfigMaps("default")
-	_, err = cms.Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ctd-cfg"}, Data: map[string]string{"key": "v1"}}, metav1.CreateOptions{})
+	_, err := cms.Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ctd-cfg"}, Data: map[string]string{"key": "v1"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	_, err = admin.CoreV1().Secrets("default").Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ctd-sec"},
 		Data: map[string][]byte{"pw": []byte("s3cret")}}, metav1.CreateOptions{})
@@ -220,7 +198,7 @@ func TestReferenceAgentVolumesContainerd(t *testing.T) {
 	assert.FileExists(t, filepath.Join(podDir, "volumes", "kubernetes.io~empty-dir", "scratch", "a", "b", "f"))
 
 	// A configMap update reaches the running container.
-	rt, err := remote.NewRemoteRuntimeService(ctx, ep, time.Minute, nil, false)
+	rt, err := remote.NewRemoteRuntimeService(ctx, opts.RuntimeEndpoint, time.Minute, nil, false)
 	require.NoError(t, err)
 	defer func() { _ = rt.Close(ctx) }()
 	cm, err := cms.Get(ctx, "ctd-cfg", metav1.GetOptions{})
@@ -254,21 +232,10 @@ func TestReferenceAgentVolumesContainerd(t *testing.T) {
 // sees both and the hook's file, the pod fails with the app's message, and
 // the sidecar is stopped after it.
 func TestReferenceAgentLifecycleContainerd(t *testing.T) {
-	ep := containerdEndpoint(t)
-	ctx, cancel := context.WithCancel(context.Background())
 	const node = "ctd-life-node"
+	ctx, opts := runContainerdAgent(t, node, nil)
 	admin := srv.AdminClient()
-	ensureDefaultServiceAccount(t, admin, "default")
-	root := t.TempDir()
-	a, err := agent.New(ctx, agent.Options{NodeName: node, Kube: srv.NodeConfig(node), RuntimeEndpoint: ep,
-		NodeIP: "10.89.0.1", HTTPAddr: "-", CgroupRoot: cgroupRoot(t), RootDir: root, PodLogsDir: t.TempDir()})
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		require.NoError(t, <-done)
-	}()
+	root := opts.RootDir
 	eventually := func(msg string, f func() bool) {
 		t.Helper()
 		require.Eventually(t, f, 90*time.Second, 250*time.Millisecond, msg)
@@ -318,6 +285,32 @@ func TestReferenceAgentLifecycleContainerd(t *testing.T) {
 // cgroupRoot is a cgroup root of the test's own, so that the agent's pod
 // cgroup housekeeping never meets another agent's pods on this machine;
 // removed (deepest first) when the test ends.
+// runContainerdAgent runs the reference agent for node on the containerd
+// of NODEKIT_CONTAINERD_ENDPOINT (the test is skipped without it), with a
+// root, log and cgroup directory of its own; adjust, if set, edits the
+// options first. The agent stops when the test ends; the returned context
+// ends with it.
+func runContainerdAgent(t *testing.T, node string, adjust func(*agent.Options)) (context.Context, agent.Options) {
+	t.Helper()
+	ep := containerdEndpoint(t)
+	ensureDefaultServiceAccount(t, srv.AdminClient(), "default")
+	opts := agent.Options{NodeName: node, Kube: srv.NodeConfig(node), RuntimeEndpoint: ep, NodeIP: "10.89.0.1", HTTPAddr: "-",
+		CgroupRoot: cgroupRoot(t), RootDir: t.TempDir(), PodLogsDir: t.TempDir()}
+	if adjust != nil {
+		adjust(&opts)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := agent.New(ctx, opts)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	return ctx, opts
+}
+
 func cgroupRoot(t *testing.T) string {
 	root := fmt.Sprintf("/nodekit-test-%d-%s", os.Getpid(), strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")))
 	t.Cleanup(func() {
@@ -346,21 +339,10 @@ func cgroupRoot(t *testing.T) string {
 // sized from the pod), the limits its container sees from inside, an
 // in-place resize reaching both, and that the pod cgroup goes with the pod.
 func TestReferenceAgentCgroupsContainerd(t *testing.T) {
-	ep := containerdEndpoint(t)
-	ctx, cancel := context.WithCancel(context.Background())
 	const node = "ctd-cg-node"
+	ctx, opts := runContainerdAgent(t, node, nil)
 	admin := srv.AdminClient()
-	ensureDefaultServiceAccount(t, admin, "default")
-	root, cgRoot := t.TempDir(), cgroupRoot(t)
-	a, err := agent.New(ctx, agent.Options{NodeName: node, Kube: srv.NodeConfig(node), RuntimeEndpoint: ep,
-		NodeIP: "10.89.0.1", HTTPAddr: "-", CgroupRoot: cgRoot, RootDir: root, PodLogsDir: t.TempDir()})
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		require.NoError(t, <-done)
-	}()
+	root, cgRoot := opts.RootDir, opts.CgroupRoot
 	eventually := func(msg string, f func() bool) {
 		t.Helper()
 		require.Eventually(t, f, 90*time.Second, 250*time.Millisecond, msg)
@@ -452,22 +434,10 @@ func TestReferenceAgentCgroupsContainerd(t *testing.T) {
 // groups, privileges, capabilities, hosts file, DNS and environment all
 // come from its spec, and checks what the process sees from inside.
 func TestReferenceAgentContainerSpecContainerd(t *testing.T) {
-	ep := containerdEndpoint(t)
-	ctx, cancel := context.WithCancel(context.Background())
 	const node = "ctd-spec-node"
+	ctx, opts := runContainerdAgent(t, node, func(o *agent.Options) { o.ClusterDomain, o.ClusterDNS = "cluster.local", []string{"10.96.0.10"} })
 	admin := srv.AdminClient()
-	ensureDefaultServiceAccount(t, admin, "default")
-	root := t.TempDir()
-	a, err := agent.New(ctx, agent.Options{NodeName: node, Kube: srv.NodeConfig(node), RuntimeEndpoint: ep,
-		NodeIP: "10.89.0.1", HTTPAddr: "-", CgroupRoot: cgroupRoot(t), RootDir: root, PodLogsDir: t.TempDir(),
-		ClusterDomain: "cluster.local", ClusterDNS: []string{"10.96.0.10"}})
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		require.NoError(t, <-done)
-	}()
+	root := opts.RootDir
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ctd-spec"}, Spec: v1.PodSpec{
 		NodeName: node, RestartPolicy: v1.RestartPolicyNever, Hostname: "web-0", Subdomain: "web",
 		HostAliases: []v1.HostAlias{{IP: "10.1.2.3", Hostnames: []string{"db.example"}}},

@@ -262,7 +262,7 @@ func (s *syncer) event(pod *v1.Pod, typ, reason, format string, args ...any) {
 	}
 }
 
-func (s *syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, mirror *v1.Pod) (bool, error) {
+func (s *syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v1.Pod) (bool, error) {
 	rtp, err := s.runtimeState(ctx, pod.UID, false)
 	if err != nil {
 		return false, err

@@ -128,6 +128,11 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, status v1.PodStatus) {
 	}
 	e.pod = pod
 	if e.version > 0 && equality.Semantic.DeepEqual(e.status, status) {
+		if e.written != e.version {
+			// Not written in full yet (a terminal phase held while a
+			// container could run): the caller's news may release it.
+			m.enqueueLocked(pod.UID)
+		}
 		return
 	}
 	e.status = *status.DeepCopy()
@@ -238,13 +243,13 @@ func (m *Manager) Finish(pod *v1.Pod) {
 }
 
 // RemoveOrphans forgets the statuses of pods keep refuses (pods no longer
-// known to the agent), except those not yet written or whose deletion is
-// still to be finished: a write finds out whether the pod still exists.
+// known to the agent: gone from their source), except those whose deletion
+// is still to be finished.
 func (m *Manager) RemoveOrphans(keep func(types.UID) bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for uid, e := range m.entries {
-		if !e.finish && e.written == e.version && !keep(uid) {
+		if !e.finish && !keep(uid) {
 			delete(m.entries, uid)
 		}
 	}
@@ -363,6 +368,11 @@ func (m *Manager) Sync(ctx context.Context, uid types.UID) error {
 			m.forget(uid) // gone: nothing left to report
 		}
 		return nil // a static pod's mirror does not exist yet: the resync retries
+	case apierrors.IsForbidden(err) && finish:
+		// The node authorizer answers so for a pod no longer bound to
+		// this node: a deleted pod whose deletion completed.
+		m.forget(uid)
+		return nil
 	case err != nil:
 		return fmt.Errorf("get pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}

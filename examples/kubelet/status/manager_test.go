@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -171,12 +172,23 @@ func TestStaticPodStatusGoesToItsMirror(t *testing.T) {
 	require.NoError(t, m.Sync(ctx, "static-uid"))
 	assert.Equal(t, 1, m.Pending(), "kept until the mirror exists")
 
+	m.RemoveOrphans(func(types.UID) bool { return true })
+	assert.Equal(t, 1, m.Pending(), "kept while known")
+	require.NoError(t, m.Sync(ctx, "static-uid"))
 	mirror := apiPod("mirror-uid")
 	mirror.Annotations = map[string]string{syncloop.ConfigMirrorAnnotationKey: "static-uid"}
 	require.NoError(t, c.Tracker().Add(mirror))
 	require.NoError(t, m.Sync(ctx, "static-uid"))
 	assert.Equal(t, v1.PodRunning, getPod(t, c).Status.Phase)
 	assert.Equal(t, 0, m.Pending())
+
+	// Removed from its source before a mirror existed: forgotten anyway.
+	gone := apiPod("gone-uid")
+	gone.Name, gone.Annotations = "gone", static.Annotations
+	m.SetPodStatus(gone, runningStatus(true, "containerd://b"))
+	m.RemoveOrphans(func(uid types.UID) bool { return uid != "gone-uid" })
+	_, ok := m.PodStatus("gone-uid")
+	assert.False(t, ok)
 }
 
 func TestContainerReadinessWithoutAPodSync(t *testing.T) {
@@ -241,4 +253,51 @@ func TestRunQueuesWhileTheAPIServerIsAway(t *testing.T) {
 	assert.Equal(t, int32(1), patches.Load(), "one write for two statuses")
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// TestHeldTerminalPhaseLandsOnTheNextSet: a terminal phase held while a
+// container could run is written as soon as the agent sets the status
+// again once nothing runs, without waiting for the resync.
+func TestHeldTerminalPhaseLandsOnTheNextSet(t *testing.T) {
+	pod := apiPod("u1")
+	c := fake.NewClientset(pod)
+	var running atomic.Bool
+	running.Store(true)
+	clk := testclock.NewFakeClock(t0.Time)
+	m := newManager(t, Config{Client: c, Clock: clk, CouldHaveRunningContainers: func(types.UID) bool { return running.Load() }})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+	final := runningStatus(false, "containerd://a")
+	final.Phase = v1.PodSucceeded
+	m.SetPodStatus(pod, final)
+	require.Eventually(t, func() bool { return c.Actions() != nil && len(c.Actions()) >= 2 }, 10*time.Second, time.Millisecond)
+	assert.Equal(t, v1.PodPending, getPod(t, c).Status.Phase, "held")
+	running.Store(false)
+	m.SetPodStatus(pod, final) // the same status, set after the containers stopped
+	require.Eventually(t, func() bool { return getPod(t, c).Status.Phase == v1.PodSucceeded }, 10*time.Second, time.Millisecond,
+		"written without a clock step")
+}
+
+// TestFinishForgetsAPodTheAuthorizerNoLongerShows: the node authorizer
+// answers Forbidden for a pod that is gone; a finished deletion stops there.
+func TestFinishForgetsAPodTheAuthorizerNoLongerShows(t *testing.T) {
+	pod := apiPod("u1")
+	now := metav1.Now()
+	pod.DeletionTimestamp = &now
+	c := fake.NewClientset()
+	c.PrependReactor("get", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(v1.Resource("pods"), "web", errors.New("no relationship found between node 'n1' and this object"))
+	})
+	m := newManager(t, Config{Client: c})
+	m.SetPodStatus(pod, runningStatus(false, "containerd://a"))
+	m.Finish(pod)
+	require.NoError(t, m.Sync(context.Background(), "u1"))
+	_, ok := m.PodStatus("u1")
+	assert.False(t, ok)
+	assert.Equal(t, 0, m.Pending())
 }
