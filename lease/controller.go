@@ -21,9 +21,11 @@ type Controller struct {
 	queue   schedule      // entries not in flight, by due time
 	wake    chan struct{} // nudges Run when the earliest due time moved
 	// inFlight counts renewals in progress; sleeping and sleepUntil say
-	// that Run sleeps and until when (zero: until nudged). For NextDue.
+	// that Run sleeps and until when (zero: until nudged); nudged that a
+	// nudge is pending. For NextDue.
 	inFlight   int
 	sleeping   bool
+	nudged     bool
 	sleepUntil time.Time
 }
 
@@ -140,6 +142,7 @@ func (c *Controller) SetNodeUID(nodeName string, uid types.UID) {
 
 // nudge wakes Run without blocking; the caller holds c.mu.
 func (c *Controller) nudge() {
+	c.nudged = true // c.mu is held
 	select {
 	case c.wake <- struct{}{}:
 	default:
@@ -178,7 +181,7 @@ func (s *schedule) Pop() any {
 func (c *Controller) NextDue() (next time.Time, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.sleeping || c.inFlight > 0 || len(c.wake) > 0 {
+	if !c.sleeping || c.inFlight > 0 || c.nudged {
 		return time.Time{}, false
 	}
 	return c.sleepUntil, true

@@ -90,27 +90,25 @@ func (c *Controller) sleep(ctx context.Context, wait time.Duration) bool {
 		c.sleepUntil = c.cfg.Clock.Now().Add(wait)
 	}
 	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		c.sleeping = false
-		c.mu.Unlock()
-	}()
-	if wait < 0 {
-		select {
-		case <-c.wake:
-			return true
-		case <-ctx.Done():
-			return false
-		}
+	var tick <-chan time.Time
+	if wait >= 0 {
+		t := c.cfg.Clock.NewTimer(wait)
+		defer t.Stop()
+		tick = t.C()
 	}
-	t := c.cfg.Clock.NewTimer(wait)
-	defer t.Stop()
+	woken, done := false, false
 	select {
-	case <-t.C():
-		return true
+	case <-tick:
 	case <-c.wake:
-		return true
+		woken = true
 	case <-ctx.Done():
-		return false
+		done = true
 	}
+	c.mu.Lock()
+	c.sleeping = false
+	if woken {
+		c.nudged = false // the nudge is taken
+	}
+	c.mu.Unlock()
+	return !done
 }

@@ -38,9 +38,12 @@ type Generator struct {
 
 	streamUp atomic.Bool // evented mode: the event stream is connected
 	running  atomic.Bool
-	// waitingUntil is when the loop's timer fires (Unix ns) while the loop
-	// waits; 0 otherwise (NextRelist).
-	waitingUntil atomic.Int64
+	// waitMu guards waitingUntil, when the loop's timer fires while the
+	// loop waits (zero otherwise), and woken, a wake-up not yet taken
+	// (NextRelist).
+	waitMu       sync.Mutex
+	waitingUntil time.Time
+	woken        bool
 
 	reqMu    sync.Mutex
 	requests map[types.UID]time.Time // single-pod relists requested, with when
@@ -191,6 +194,9 @@ func (g *Generator) requestFull() {
 }
 
 func (g *Generator) signal() {
+	g.waitMu.Lock()
+	g.woken = true
+	g.waitMu.Unlock()
 	select {
 	case g.reqWake <- struct{}{}:
 	default:

@@ -40,19 +40,19 @@ func (g *Generator) loop(ctx context.Context) {
 	defer timer.Stop()
 	due := g.clock.Now().Add(d)
 	for {
-		g.waitingUntil.Store(due.UnixNano())
+		g.setWaiting(due, false)
 		select {
 		case <-ctx.Done():
-			g.waitingUntil.Store(0)
+			g.setWaiting(time.Time{}, false)
 			return
 		case <-timer.C():
-			g.waitingUntil.Store(0)
+			g.setWaiting(time.Time{}, false)
 			g.relistLogged(ctx)
 			d = g.period()
 			timer.Reset(d)
 			due = g.clock.Now().Add(d)
 		case <-g.reqWake:
-			g.waitingUntil.Store(0)
+			g.setWaiting(time.Time{}, true)
 			full, pods := g.takeRequests()
 			if full {
 				g.relistLogged(ctx)
@@ -65,6 +65,18 @@ func (g *Generator) loop(ctx context.Context) {
 	}
 }
 
+// setWaiting records that the loop waits until t (zero: it does not wait);
+// taken clears a wake-up the loop just took. A pending wake-up keeps the
+// loop from counting as waiting.
+func (g *Generator) setWaiting(t time.Time, taken bool) {
+	g.waitMu.Lock()
+	defer g.waitMu.Unlock()
+	if taken {
+		g.woken = false
+	}
+	g.waitingUntil = t
+}
+
 // NextRelist tells when Run's next periodic relist is due, on the
 // Generator's clock, while Run waits for it (or for a request); ok is false
 // while a relist is in progress or Run is not running. A test on a fake
@@ -72,10 +84,12 @@ func (g *Generator) loop(ctx context.Context) {
 // fake clock also holds the timeouts of runtime calls in flight, so "the
 // clock has waiters" does not mean Run waits.
 func (g *Generator) NextRelist() (next time.Time, ok bool) {
-	if n := g.waitingUntil.Load(); n != 0 {
-		return time.Unix(0, n), true
+	g.waitMu.Lock()
+	defer g.waitMu.Unlock()
+	if g.waitingUntil.IsZero() || g.woken {
+		return time.Time{}, false
 	}
-	return time.Time{}, false
+	return g.waitingUntil, true
 }
 
 // relistPods serves single-pod relist requests a full relist has not

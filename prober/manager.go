@@ -4,7 +4,6 @@ import (
 	"container/heap"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -29,9 +28,12 @@ type Manager struct {
 	pods    map[types.UID]*podStatus // latest status fed by UpdatePodStatus
 	queue   schedule                 // workers waiting for their next run
 	wake    chan struct{}            // 1-buffered: the schedule's head moved earlier
-	// waitingUntil is when Run's timer fires (Unix ns) while Run waits,
-	// noneDue while it waits with no probe scheduled, 0 otherwise.
-	waitingUntil atomic.Int64
+	// idle: Run waits, until idleUntil (zero: no probe scheduled); kicked:
+	// a wake-up Run has not taken yet (NextProbe).
+	idle      bool
+	idleUntil time.Time
+	kicked    bool
+	inFlight  int // probes popped off the schedule and not finished
 
 	// onStart, if set (by tests), is called as each probe starts with its
 	// scheduled and actual start times.
@@ -198,6 +200,7 @@ func (m *Manager) retire(w *worker) {
 // kickLocked wakes Run's loop if w is now the first probe due.
 func (m *Manager) kickLocked(w *worker) {
 	if w.index == 0 {
+		m.kicked = true
 		select {
 		case m.wake <- struct{}{}:
 		default:

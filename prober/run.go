@@ -47,21 +47,22 @@ func (m *Manager) Run(ctx context.Context) error {
 			continue
 		}
 		var tick <-chan time.Time
-		waiting := int64(noneDue)
+		var until time.Time
 		if wait >= 0 {
 			timer.Reset(wait)
 			tick = timer.C()
-			waiting = m.cfg.Clock.Now().Add(wait).UnixNano()
+			until = m.cfg.Clock.Now().Add(wait)
 		}
-		m.waitingUntil.Store(waiting)
+		m.setIdle(true, until, false)
 		select {
 		case <-ctx.Done():
-			m.waitingUntil.Store(0)
+			m.setIdle(false, time.Time{}, false)
 			return nil
 		case <-m.wake:
+			m.setIdle(false, time.Time{}, true)
 		case <-tick:
+			m.setIdle(false, time.Time{}, false)
 		}
-		m.waitingUntil.Store(0)
 		if !timer.Stop() && wait >= 0 {
 			select { // drain a tick that fired while woken otherwise
 			case <-timer.C():
@@ -71,24 +72,30 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 }
 
-// noneDue marks Run waiting with no probe scheduled (waitingUntil).
-const noneDue = -1
+// setIdle records whether Run waits and until when; taken clears the
+// wake-up Run just took.
+func (m *Manager) setIdle(idle bool, until time.Time, taken bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.idle, m.idleUntil = idle, until
+	if taken {
+		m.kicked = false
+	}
+}
 
 // NextProbe tells when Run's next probe is due, on Config.Clock, while Run
-// waits for it: ok is false while Run is dispatching probes or not running,
-// and next is the zero time if no probe is scheduled. A test on a fake clock
-// waits until ok before stepping the clock to next: the fake clock also holds
-// the timeouts of probes in flight, so "the clock has waiters" does not mean
-// Run waits.
+// waits for it: ok is false while probes run or are being dispatched, while
+// Run has a wake-up to take, or when it is not running; next is the zero time if no probe is
+// scheduled. A test on a fake clock waits until ok before stepping the clock
+// to next: the fake clock also holds the timeouts of probes in flight, so
+// "the clock has waiters" does not mean Run waits.
 func (m *Manager) NextProbe() (next time.Time, ok bool) {
-	switch n := m.waitingUntil.Load(); n {
-	case 0:
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.idle || m.kicked || m.inFlight > 0 {
 		return time.Time{}, false
-	case noneDue:
-		return time.Time{}, true
-	default:
-		return time.Unix(0, n), true
 	}
+	return m.idleUntil, true
 }
 
 // RunOnce runs, one after the other on the calling goroutine, every probe
@@ -119,6 +126,7 @@ func (m *Manager) popDue(limit int) ([]*worker, time.Duration) {
 	for len(m.queue) > 0 && !m.queue[0].next.After(now) && len(due) < limit {
 		w := heap.Pop(&m.queue).(*worker)
 		w.running = true
+		m.inFlight++
 		due = append(due, w)
 	}
 	if len(due) > 0 || len(m.queue) == 0 {
@@ -133,6 +141,7 @@ func (m *Manager) requeue(ws []*worker) {
 	defer m.mu.Unlock()
 	for _, w := range ws {
 		w.running = false
+		m.inFlight--
 		if w.stopped {
 			m.retire(w)
 			continue
@@ -159,6 +168,7 @@ func (m *Manager) runWorker(ctx context.Context, w *worker) {
 // stopped or asked to stop.
 func (m *Manager) finishLocked(w *worker, keep bool, now time.Time) {
 	w.running = false
+	m.inFlight--
 	if !keep && !w.stopped {
 		w.stopped = true
 		if m.workers[w.key] == w {
