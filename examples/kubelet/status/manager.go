@@ -395,9 +395,9 @@ func (m *Manager) Sync(ctx context.Context, uid types.UID) error {
 			return err
 		}
 	}
-	// A held-back terminal phase is not written yet: the resync (or the
-	// next status) tries again.
-	complete := merged.Phase == status.Phase
+	// A terminal phase held back is not written yet: the next status (or
+	// the resync) tries again.
+	complete := !(couldRun && IsTerminal(status.Phase) && !IsTerminal(found.Status.Phase))
 	if complete {
 		m.markWritten(uid, version, false)
 	}
