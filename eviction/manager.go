@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -22,9 +21,12 @@ type Manager struct {
 	trigger chan struct{}
 
 	pass sync.Mutex // serialises Synchronize
-	// waitingUntil is when Run's next pass is due (Unix ns) while Run
-	// waits for it; 0 otherwise (NextPass).
-	waitingUntil atomic.Int64
+	// waitMu guards waitingUntil, when Run's next pass is due while Run
+	// waits for it (zero otherwise), and woken, a Trigger not yet taken
+	// (NextPass).
+	waitMu       sync.Mutex
+	waitingUntil time.Time
+	woken        bool
 
 	mu                sync.RWMutex // guards the fields below
 	conditions        []v1.NodeConditionType

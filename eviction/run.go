@@ -28,6 +28,9 @@ func (f NotifierFunc) Run(ctx context.Context, notify func()) error { return f(c
 // Trigger asks Run for an immediate pass. It never blocks: triggers that
 // arrive while a pass is pending are coalesced. Safe for concurrent use.
 func (m *Manager) Trigger() {
+	m.waitMu.Lock()
+	m.woken = true
+	m.waitMu.Unlock()
 	select {
 	case m.trigger <- struct{}{}:
 	default:
@@ -72,15 +75,29 @@ func (m *Manager) Run(ctx context.Context) error {
 func (m *Manager) waitForNextPass(ctx context.Context) bool {
 	t := m.cfg.Clock.NewTimer(m.cfg.MonitoringInterval)
 	defer t.Stop()
-	m.waitingUntil.Store(m.cfg.Clock.Now().Add(m.cfg.MonitoringInterval).UnixNano())
-	defer m.waitingUntil.Store(0)
+	m.setWaiting(m.cfg.Clock.Now().Add(m.cfg.MonitoringInterval), false)
 	select {
 	case <-ctx.Done():
+		m.setWaiting(time.Time{}, false)
 		return false
 	case <-t.C():
+		m.setWaiting(time.Time{}, false)
 	case <-m.trigger:
+		m.setWaiting(time.Time{}, true)
 	}
 	return true
+}
+
+// setWaiting records that Run waits until t (zero: it does not wait);
+// taken clears the trigger Run just took. A trigger not yet taken keeps
+// Run from counting as waiting.
+func (m *Manager) setWaiting(t time.Time, taken bool) {
+	m.waitMu.Lock()
+	defer m.waitMu.Unlock()
+	if taken {
+		m.woken = false
+	}
+	m.waitingUntil = t
 }
 
 // waitForCleanup polls PodCleanedUp until it is true or the timeout
@@ -110,11 +127,14 @@ func (m *Manager) waitForCleanup(ctx context.Context, pod *v1.Pod) bool {
 
 // NextPass tells when Run's next periodic pass is due, on Config.Clock,
 // while Run waits for it (or for a trigger); ok is false while a pass or a
-// wait for an evicted pod's cleanup is in progress, or Run is not running.
-// A test on a fake clock waits until ok before stepping the clock to next.
+// wait for an evicted pod's cleanup is in progress, while a Trigger is not
+// yet taken, or when Run is not running. A test on a fake clock waits until
+// ok before stepping the clock to next.
 func (m *Manager) NextPass() (next time.Time, ok bool) {
-	if n := m.waitingUntil.Load(); n != 0 {
-		return time.Unix(0, n), true
+	m.waitMu.Lock()
+	defer m.waitMu.Unlock()
+	if m.waitingUntil.IsZero() || m.woken {
+		return time.Time{}, false
 	}
-	return time.Time{}, false
+	return m.waitingUntil, true
 }

@@ -86,6 +86,8 @@ func TestRunTriggerPollingAndCleanup(t *testing.T) {
 	e.step(time.Millisecond) // a fresh sample
 	e.observe(func(n *node) { n.memAvail = Mi }, podStats(a, podUsage{mem: Gi}), podStats(b, podUsage{mem: Mi}))
 	e.m.Trigger()
+	_, waiting = e.m.NextPass()
+	require.False(t, waiting, "a trigger not yet taken means Run is not waiting")
 	require.Equal(t, "a", waitFor(t, kills))
 
 	// Run now waits for the pod to be cleaned up, polling every second.

@@ -246,7 +246,7 @@ func BenchmarkEventedLatency(b *testing.B) {
 		id := e.startContainer(b, sandboxes[p], fmt.Sprint("pod", p), fmt.Sprint("x", i))
 		i++
 		for ev := range g.Events() {
-			if ev.Type == ContainerStarted && ev.Data == id {
+			if ev.Type == ContainerStarted && ev.ContainerID.ID == id {
 				break
 			}
 		}
@@ -254,7 +254,7 @@ func BenchmarkEventedLatency(b *testing.B) {
 		start := time.Now()
 		require.NoError(b, sim.ExitContainer(id, 0, ""))
 		for ev := range g.Events() {
-			if ev.Type == ContainerDied && ev.Data == id {
+			if ev.Type == ContainerDied && ev.ContainerID.ID == id {
 				break
 			}
 		}

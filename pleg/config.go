@@ -93,6 +93,13 @@ type Config struct {
 	// on; default 1000. The channel is drained continuously.
 	EventBuffer int
 
+	// Sink, if set, receives every event instead of the Events channel:
+	// called synchronously by Relist and RelistPod (so also by Run and by a
+	// host driving them itself), one event at a time, in order. It must not
+	// block; syncloop.Loop.HandlePLEGEvent is such a sink. Nil: the Events
+	// channel.
+	Sink func(PodLifecycleEvent)
+
 	// EventChannelCapacity is the capacity of the Events channel; default
 	// 1000. When it is full, events are coalesced, never dropped silently.
 	EventChannelCapacity int
@@ -104,6 +111,11 @@ type Config struct {
 	// DeliverContainerChanged delivers ContainerChanged events. Upstream
 	// computes them but never delivers them; so does the default (false).
 	DeliverContainerChanged bool
+	// RuntimeName is the runtime's name as pod statuses write it in
+	// container IDs ("containerd", CRI Version's RuntimeName); it becomes
+	// the Type of events' container IDs. Optional: empty leaves Type empty
+	// (containerid.ID.Same still matches typed IDs).
+	RuntimeName string
 
 	// Clock drives periods, timeouts, backoff and timestamps; default the
 	// real clock.

@@ -60,22 +60,26 @@
 //  1. Connect a CRI runtime client (cri-client's NewRemoteRuntimeService)
 //     and build the Generator with New.
 //  2. Run it in a goroutine; cancel its context to stop it.
-//  3. Consume Events from one goroutine (the sync loop), promptly.
+//  3. Give the events to the sync loop: set Config.Sink (for example
+//     syncloop's Loop.HandlePLEGEvent; no goroutine of yours), or consume
+//     Events from one goroutine, promptly.
 //  4. Give pod workers Cache().WaitNewerThan as their status barrier and
 //     read statuses with Cache().Get.
-//  5. Report Healthy in the node's runtime health checks (it is false after
-//     RelistThreshold, 3m, without a completed relist).
+//  5. Report Healthy (a func() error, nil when healthy) in the node's
+//     runtime health checks: syncloop's Config.RuntimeHealth and
+//     nodestatus' ReadyConfig take it as is. It fails after
+//     RelistThreshold, 3m, without a completed relist.
 //  6. Call RequestRelist(uid) after acting on a pod (for example after
 //     SyncPod) to see its new state without waiting for the period.
 //
 // In code:
 //
 //	rt, _ := remote.NewRemoteRuntimeService(ctx, endpoint, 2*time.Minute, nil, false)
-//	gen, err := pleg.New(pleg.Config{Runtime: rt, Evented: true})
+//	gen, err := pleg.New(pleg.Config{Runtime: rt, Evented: true, RuntimeName: "containerd",
+//		Sink: loop.HandlePLEGEvent})
 //	if err != nil { return err }
 //	go gen.Run(ctx)
 //	workers, _ := podworkers.New(podworkers.Config{StatusBarrier: gen.Cache().WaitNewerThan, ...})
-//	for ev := range gen.Events() { syncLoop.HandlePLEG(ev) }
 //
 // # Differences from upstream (k8s.io/kubernetes/pkg/kubelet/pleg v1.36)
 //
@@ -102,5 +106,8 @@
 //   - Healthy's error wraps ErrUnhealthy and carries the last relist error;
 //     there is no separate evented health rule (the channel cannot be
 //     "full" in a harmful way).
-//   - Events travel by value on a <-chan PodLifecycleEvent.
+//   - Events travel by value, to a sink function or on a
+//     <-chan PodLifecycleEvent; a container event's ID is a typed
+//     containerid.ID instead of Data any.
+//   - Healthy returns an error (nil: healthy) instead of (bool, error).
 package pleg

@@ -13,8 +13,11 @@ import (
 // replaced by a debt of one PodSync for its pod, and later events of that
 // pod fold into the same debt until it is paid. Debts are paid in the order
 // they arose, as soon as the channel has room.
+//
+// With a sink, events go to the sink instead, synchronously and in order.
 type emitter struct {
 	out            chan PodLifecycleEvent
+	sink           func(PodLifecycleEvent)
 	deliverChanged bool
 	m              *metrics
 
@@ -42,6 +45,11 @@ func (e *emitter) emit(ev PodLifecycleEvent) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.sink != nil {
+		e.sink(ev)
+		e.m.delivered(ev.Type)
+		return
+	}
 	if !e.owed[ev.ID] {
 		select {
 		case e.out <- ev:

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodekit/nodekit/containerid"
 )
 
 func TestEmitterCoalescesPerPod(t *testing.T) {
@@ -105,4 +107,24 @@ func TestRelistOverflowLosesNoPod(t *testing.T) {
 		require.Equal(t, sb, st.SandboxStatuses[0].Id)
 		require.Len(t, st.ContainerStatuses, 1)
 	}
+}
+
+func TestSinkReceivesEventsInsteadOfChannel(t *testing.T) {
+	e := newEnv(t)
+	var got []PodLifecycleEvent
+	g := e.gen(t, Config{RuntimeName: "sim", Sink: func(ev PodLifecycleEvent) { got = append(got, ev) }})
+	sb := e.runPod(t, "web")
+	app := e.startContainer(t, sb, "web", "app")
+	_, err := g.Relist(context.Background())
+	require.NoError(t, err)
+	want := PodLifecycleEvent{ID: uidOf("web"), Type: ContainerStarted, ContainerID: containerid.ID{Type: "sim", ID: app}}
+	require.Contains(t, got, want, "Relist alone delivers to the sink; no Run, no goroutine")
+	require.Empty(t, g.Events(), "the channel stays empty with a sink")
+
+	got = nil
+	require.NoError(t, e.sim.ExitContainer(app, 1, ""))
+	_, err = g.RelistPod(context.Background(), uidOf("web"))
+	require.NoError(t, err)
+	want.Type = ContainerDied
+	require.Equal(t, []PodLifecycleEvent{want}, got)
 }

@@ -1,25 +1,30 @@
 package pleg
 
-import "k8s.io/apimachinery/pkg/types"
+import (
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodekit/nodekit/containerid"
+)
 
 // EventType is the kind of a PodLifecycleEvent.
 type EventType string
 
 // The event types, named as upstream's.
 const (
-	// ContainerStarted: a container of the pod is now running. Data is the
-	// container ID.
+	// ContainerStarted: a container of the pod is now running. ContainerID
+	// names the container.
 	ContainerStarted EventType = "ContainerStarted"
-	// ContainerDied: a container of the pod exited. Data is the container ID.
+	// ContainerDied: a container of the pod exited.
+	// ContainerID names the container.
 	ContainerDied EventType = "ContainerDied"
 	// ContainerRemoved: a container of the pod is gone from the runtime.
-	// Data is the container ID.
+	// ContainerID names the container.
 	ContainerRemoved EventType = "ContainerRemoved"
 	// PodSync: the pod's state changed in a way no more specific event
-	// describes, or the pod must be re-inspected; Data is nil.
+	// describes, or the pod must be re-inspected; ContainerID is empty.
 	PodSync EventType = "PodSync"
 	// ContainerChanged: a container moved to an unknown state or between
-	// non-running states. Data is the container ID.
+	// non-running states. ContainerID names the container.
 	ContainerChanged EventType = "ContainerChanged"
 )
 
@@ -30,7 +35,7 @@ type PodLifecycleEvent struct {
 	ID types.UID
 	// Type is what happened.
 	Type EventType
-	// Data is the container ID (a string, the runtime's ID without scheme)
-	// for container events, nil otherwise.
-	Data any
+	// ContainerID names the container of a container event (its Type is
+	// Config.RuntimeName) and is empty for PodSync.
+	ContainerID containerid.ID
 }

@@ -31,8 +31,7 @@ func TestEvented(t *testing.T) {
 	require.Equal(t, ev(uidOf("web"), ContainerDied, app), next(t, g))
 	st, _ := g.Cache().Get(uidOf("web"))
 	require.Equal(t, int32(2), st.ContainerStatuses[0].ExitCode, "the cache was updated before the event")
-	ok, err := g.Healthy()
-	require.True(t, ok, "%v", err)
+	require.NoError(t, g.Healthy())
 
 	// A pod worker waiting for fresh status is answered by a pod relist.
 	minTime := e.clock.Now()

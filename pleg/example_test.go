@@ -68,7 +68,7 @@ func Example() {
 	}
 
 	ev := <-gen.Events()
-	fmt.Println(ev.ID, ev.Type, ev.Data == id)
+	fmt.Println(ev.ID, ev.Type, ev.ContainerID.ID == id)
 
 	// Pod workers wait for status newer than their last sync, then read it.
 	barrier := gen.Cache().WaitNewerThan
@@ -78,8 +78,7 @@ func Example() {
 	st, _ := gen.Cache().Get(ev.ID)
 	fmt.Println(st.Name, len(st.ContainerStatuses), st.ContainerStatuses[0].State)
 
-	healthy, _ := gen.Healthy()
-	fmt.Println("healthy:", healthy)
+	fmt.Println("healthy:", gen.Healthy() == nil)
 	cancel()
 	fmt.Println("run:", <-done)
 	// Output:

@@ -77,6 +77,7 @@ func New(cfg Config) (*Generator, error) {
 		reinspect: map[types.UID]struct{}{},
 		reqWake:   make(chan struct{}, 1),
 	}
+	g.em.sink = cfg.Sink
 	if cfg.Evented {
 		// While events flow, a pod's status changes only when an event says
 		// so; a caller waiting for fresher data gets it from a single-pod
@@ -90,9 +91,10 @@ func New(cfg Config) (*Generator, error) {
 	return g, nil
 }
 
-// Events returns the channel events are delivered on. There is one
-// consumer. When it falls behind, events are coalesced into a PodSync per
-// pod (see the package doc), never dropped silently.
+// Events returns the channel events are delivered on when Config.Sink is
+// nil. There is one consumer. When it falls behind, events are coalesced
+// into a PodSync per pod (see the package doc), never dropped silently.
+// With a Sink the channel stays empty.
 func (g *Generator) Events() <-chan PodLifecycleEvent { return g.em.out }
 
 // Cache returns the pod status cache the generator writes.
@@ -107,12 +109,12 @@ func (g *Generator) CoalescedEvents() uint64 { return g.em.count.Load() }
 // RelistThreshold, or EventedRelistThreshold while the event stream is
 // connected. The error wraps ErrUnhealthy and says how long ago the last
 // relist was and, if relisting fails, why.
-func (g *Generator) Healthy() (bool, error) {
+func (g *Generator) Healthy() error {
 	g.healthMu.Lock()
 	last, lastErr := g.lastRelist, g.lastErr
 	g.healthMu.Unlock()
 	if last.IsZero() {
-		return false, withCause(fmt.Errorf("%w: pleg has yet to be successful", ErrUnhealthy), lastErr)
+		return withCause(fmt.Errorf("%w: pleg has yet to be successful", ErrUnhealthy), lastErr)
 	}
 	g.m.seen(last)
 	threshold := g.cfg.RelistThreshold
@@ -120,9 +122,9 @@ func (g *Generator) Healthy() (bool, error) {
 		threshold = g.cfg.EventedRelistThreshold
 	}
 	if elapsed := g.clock.Since(last); elapsed > threshold {
-		return false, withCause(fmt.Errorf("%w: pleg was last seen active %v ago; threshold is %v", ErrUnhealthy, elapsed, threshold), lastErr)
+		return withCause(fmt.Errorf("%w: pleg was last seen active %v ago; threshold is %v", ErrUnhealthy, elapsed, threshold), lastErr)
 	}
-	return true, nil
+	return nil
 }
 
 func withCause(err, cause error) error {

@@ -16,6 +16,7 @@ import (
 	remote "k8s.io/cri-client/pkg"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/nodekit/nodekit/containerid"
 	"github.com/nodekit/nodekit/internal/crisim"
 )
 
@@ -125,9 +126,7 @@ func sortEvents(evs []PodLifecycleEvent) []PodLifecycleEvent {
 		case a.Type != b.Type:
 			return cmpStr(string(a.Type), string(b.Type))
 		}
-		da, _ := a.Data.(string)
-		db, _ := b.Data.(string)
-		return cmpStr(da, db)
+		return cmpStr(a.ContainerID.ID, b.ContainerID.ID)
 	})
 	return evs
 }
@@ -146,7 +145,7 @@ func ev(uid types.UID, typ EventType, id string) PodLifecycleEvent {
 	if typ == PodSync {
 		return PodLifecycleEvent{ID: uid, Type: typ}
 	}
-	return PodLifecycleEvent{ID: uid, Type: typ, Data: id}
+	return PodLifecycleEvent{ID: uid, Type: typ, ContainerID: containerid.ID{ID: id}}
 }
 
 // relist runs one Relist and returns its result.

@@ -3,6 +3,8 @@ package pleg
 import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodekit/nodekit/containerid"
 )
 
 // State is the generator's view of a container or sandbox in one listing.
@@ -62,20 +64,20 @@ func SandboxState(s runtimeapi.PodSandboxState) State {
 //	                   else ContainerDied then ContainerRemoved
 //
 // No change produces nothing.
-func Transition(dst []PodLifecycleEvent, uid types.UID, id string, old, cur State) []PodLifecycleEvent {
+func Transition(dst []PodLifecycleEvent, uid types.UID, id containerid.ID, old, cur State) []PodLifecycleEvent {
 	if old == cur {
 		return dst
 	}
 	switch cur {
 	case Running:
-		return append(dst, PodLifecycleEvent{ID: uid, Type: ContainerStarted, Data: id})
+		return append(dst, PodLifecycleEvent{ID: uid, Type: ContainerStarted, ContainerID: id})
 	case Exited:
-		return append(dst, PodLifecycleEvent{ID: uid, Type: ContainerDied, Data: id})
+		return append(dst, PodLifecycleEvent{ID: uid, Type: ContainerDied, ContainerID: id})
 	case Unknown:
-		return append(dst, PodLifecycleEvent{ID: uid, Type: ContainerChanged, Data: id})
+		return append(dst, PodLifecycleEvent{ID: uid, Type: ContainerChanged, ContainerID: id})
 	}
 	if old != Exited {
-		dst = append(dst, PodLifecycleEvent{ID: uid, Type: ContainerDied, Data: id})
+		dst = append(dst, PodLifecycleEvent{ID: uid, Type: ContainerDied, ContainerID: id})
 	}
-	return append(dst, PodLifecycleEvent{ID: uid, Type: ContainerRemoved, Data: id})
+	return append(dst, PodLifecycleEvent{ID: uid, Type: ContainerRemoved, ContainerID: id})
 }

@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodekit/nodekit/containerid"
 )
 
 func TestTransition(t *testing.T) {
@@ -36,7 +38,7 @@ func TestTransition(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.old.String()+"→"+tt.cur.String(), func(t *testing.T) {
-			require.Equal(t, tt.want, Transition(nil, uid, id, tt.old, tt.cur))
+			require.Equal(t, tt.want, Transition(nil, uid, containerid.ID{ID: id}, tt.old, tt.cur))
 		})
 	}
 }
@@ -58,7 +60,7 @@ func TestDiff(t *testing.T) {
 	}
 	require.Equal(t, []PodLifecycleEvent{
 		ev("u", ContainerDied, "a"), ev("u", ContainerRemoved, "b"), ev("u", ContainerStarted, "c"),
-	}, diff(nil, rec))
+	}, diff(nil, rec, ""))
 }
 
 func TestFinishStatus(t *testing.T) {

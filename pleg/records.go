@@ -3,6 +3,8 @@ package pleg
 import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodekit/nodekit/containerid"
 )
 
 // entry is one sandbox or container of a pod as a listing showed it.
@@ -73,13 +75,16 @@ func (g *Generator) group(sandboxes []*runtimeapi.PodSandbox, containers []*runt
 
 // diff appends to dst the events between rec.old and rec.cur, old entries
 // first, in listing order.
-func diff(dst []PodLifecycleEvent, rec *podRecord) []PodLifecycleEvent {
+// Container IDs get runtime as their Type.
+func diff(dst []PodLifecycleEvent, rec *podRecord, runtime string) []PodLifecycleEvent {
 	for i, o := range rec.old {
-		dst = Transition(dst, rec.uid, o.id, o.state, findState(rec.cur, i, o.id))
+		id := containerid.ID{Type: runtime, ID: o.id}
+		dst = Transition(dst, rec.uid, id, o.state, findState(rec.cur, i, o.id))
 	}
 	for i, c := range rec.cur {
 		if findState(rec.old, i, c.id) == NonExistent {
-			dst = Transition(dst, rec.uid, c.id, NonExistent, c.state)
+			id := containerid.ID{Type: runtime, ID: c.id}
+			dst = Transition(dst, rec.uid, id, NonExistent, c.state)
 		}
 	}
 	return dst

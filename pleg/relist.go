@@ -65,7 +65,7 @@ func (g *Generator) Relist(ctx context.Context) (RelistResult, error) {
 		if len(rec.cur) > 0 {
 			res.Pods++
 		}
-		events := diff(g.scratch[:0], rec)
+		events := diff(g.scratch[:0], rec, g.cfg.RuntimeName)
 		g.scratch = events[:0]
 		if len(events) == 0 && !rec.reinspect {
 			if len(rec.cur) == 0 {
@@ -126,7 +126,7 @@ func (g *Generator) RelistPod(ctx context.Context, uid types.UID) (RelistResult,
 	}
 	rec.cur = append(rec.cur[:0], entries...)
 	res.Pods = 1
-	events := diff(g.scratch[:0], rec)
+	events := diff(g.scratch[:0], rec, g.cfg.RuntimeName)
 	g.scratch = events[:0]
 	if len(events) > 0 || rec.reinspect {
 		g.inspect(ctx, []*podWork{{rec: rec, events: slices.Clone(events)}}, start, &res)

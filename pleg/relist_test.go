@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodekit/nodekit/containerid"
 	"github.com/nodekit/nodekit/internal/crisim"
 )
 
@@ -150,8 +151,7 @@ func TestRelistStatusFailureIsRetried(t *testing.T) {
 	require.Empty(t, drain(g), "no events for a pod whose status is unknown")
 	_, err := g.Cache().Get(uidOf("web"))
 	require.ErrorContains(t, err, "runtime busy", "waiters see the error")
-	healthy, _ := g.Healthy()
-	require.True(t, healthy, "a failed status fetch is not a failed relist")
+	require.NoError(t, g.Healthy(), "a failed status fetch is not a failed relist")
 
 	res = relist(t, g)
 	require.Zero(t, res.Failed)
@@ -319,34 +319,27 @@ func TestRelistPod(t *testing.T) {
 func TestHealthy(t *testing.T) {
 	e := newEnv(t)
 	g := e.gen(t, Config{})
-	ok, err := g.Healthy()
-	require.False(t, ok)
+	err := g.Healthy()
 	require.ErrorIs(t, err, ErrUnhealthy)
 	require.ErrorContains(t, err, "pleg has yet to be successful")
 
 	relist(t, g)
-	ok, err = g.Healthy()
-	require.True(t, ok)
-	require.NoError(t, err)
+	require.NoError(t, g.Healthy())
 
 	e.sim.Inject("ListPodSandbox", crisim.Fault{Err: status.Error(codes.Unavailable, "runtime down")})
 	e.clock.Step(DefaultRelistThreshold)
 	_, err = g.Relist(context.Background())
 	require.Error(t, err)
-	ok, _ = g.Healthy()
-	require.True(t, ok, "exactly at the threshold is still healthy")
+	require.NoError(t, g.Healthy(), "exactly at the threshold is still healthy")
 	e.clock.Step(time.Second)
-	ok, err = g.Healthy()
-	require.False(t, ok)
+	err = g.Healthy()
 	require.ErrorIs(t, err, ErrUnhealthy)
 	require.ErrorContains(t, err, "pleg was last seen active 3m1s ago; threshold is 3m0s")
 	require.ErrorContains(t, err, "runtime down")
 
 	e.sim.ClearFaults()
 	relist(t, g)
-	ok, err = g.Healthy()
-	require.True(t, ok)
-	require.NoError(t, err)
+	require.NoError(t, g.Healthy())
 }
 
 // TestRelistPodAgreesWithFullRelist: a running container whose sandbox is
@@ -358,12 +351,13 @@ func TestRelistPodAgreesWithFullRelist(t *testing.T) {
 	rt.containers = append(rt.containers, &runtimeapi.Container{Id: "stray", PodSandboxId: "unlisted",
 		State: runtimeapi.ContainerState_CONTAINER_RUNNING, Metadata: &runtimeapi.ContainerMetadata{Name: "x"},
 		Labels: map[string]string{PodUIDLabel: uid}})
-	g, err := New(Config{Runtime: rt})
+	g, err := New(Config{Runtime: rt, RuntimeName: "fake"})
 	require.NoError(t, err)
 	ctx := context.Background()
 	_, err = g.Relist(ctx)
 	require.NoError(t, err)
-	require.Contains(t, drain(g), PodLifecycleEvent{ID: types.UID(uid), Type: ContainerStarted, Data: "stray"}, "the stray container starts with its pod")
+	stray := containerid.ID{Type: "fake", ID: "stray"}
+	require.Contains(t, drain(g), PodLifecycleEvent{ID: types.UID(uid), Type: ContainerStarted, ContainerID: stray}, "the stray container starts with its pod")
 	_, err = g.RelistPod(ctx, types.UID(uid))
 	require.NoError(t, err)
 	require.Empty(t, drain(g), "nothing changed")

@@ -68,8 +68,7 @@ func TestRunRelistsPeriodically(t *testing.T) {
 	// Second Run is refused while the first runs.
 	require.ErrorIs(t, g.Run(context.Background()), errAlreadyRunning)
 	stop()
-	ok, _ := g.Healthy()
-	require.True(t, ok)
+	require.NoError(t, g.Healthy())
 	_, waiting := g.NextRelist()
 	require.False(t, waiting, "not running")
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 func TestStaticPodsRunOneAtATime(t *testing.T) {
@@ -68,7 +69,7 @@ func TestSyncKnownPods(t *testing.T) {
 	require.False(t, w.ShouldPodContentBeRemoved("ghost"))
 	require.False(t, w.ShouldPodBeFinished("ghost"))
 
-	known := w.SyncKnownPods(ctx, []types.UID{"fin"})
+	known := w.SyncKnownPods(ctx, sets.New[types.UID]("fin"))
 	require.Equal(t, map[types.UID]WorkerSync{
 		"run": {State: StateTerminating, Orphan: true, HasConfig: true},
 		"fin": {State: StateFinished, HasConfig: true},
@@ -241,4 +242,13 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 	require.Equal(t, map[string]float64{"kubelet_pod_worker_duration_seconds": 1, "nodekit_pod_worker_syncer_panics_total": 1}, names)
+}
+
+func TestStateZeroValueIsNotAState(t *testing.T) {
+	var s State
+	require.Equal(t, "unknown", s.String())
+	for _, st := range []State{StateSyncing, StateTerminating, StateTerminated, StateFinished} {
+		require.NotEqual(t, s, st)
+		require.NotEqual(t, "unknown", st.String())
+	}
 }

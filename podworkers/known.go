@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 )
 
@@ -18,19 +19,14 @@ import (
 // excludes those forgotten: the host must send an UpdateCreate for every
 // desired pod missing from the result. After the first call the query
 // methods treat unknown UIDs as having nothing running.
-func (w *Workers) SyncKnownPods(ctx context.Context, desired []types.UID) map[types.UID]WorkerSync {
+func (w *Workers) SyncKnownPods(ctx context.Context, desired sets.Set[types.UID]) map[types.UID]WorkerSync {
 	logger := klog.FromContext(ctx)
-	want := make(map[types.UID]struct{}, len(desired))
-	for _, uid := range desired {
-		want[uid] = struct{}{}
-	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.podsSynced = true
 	known := make(map[types.UID]WorkerSync, len(w.pods))
 	for uid, st := range w.pods {
-		_, ok := want[uid]
-		orphan := !ok
+		orphan := !desired.Has(uid)
 		if (orphan || st.restartRequested) && w.removeIfDone(logger, st, orphan) {
 			continue
 		}

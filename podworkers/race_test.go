@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 )
@@ -156,7 +157,7 @@ func TestThousandPodsRace(t *testing.T) {
 						_ = w.Resync(uid)
 					}
 				case 8:
-					w.SyncKnownPods(ctx, uids)
+					w.SyncKnownPods(ctx, sets.New(uids...))
 				default:
 					w.IsPodTerminationRequested(p.UID)
 					w.ShouldPodContentBeRemoved(p.UID)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 )
@@ -200,7 +201,7 @@ func TestRestartSameUIDAfterFinish(t *testing.T) {
 	w.ProcessPending(ctx)
 	require.Empty(t, r.take())
 
-	known := w.SyncKnownPods(ctx, []types.UID{"a"})
+	known := w.SyncKnownPods(ctx, sets.New[types.UID]("a"))
 	require.NotContains(t, known, types.UID("a"), "restart requested: forgotten so the host re-creates it")
 	_, ok := w.PodState("a")
 	require.False(t, ok)

@@ -130,12 +130,13 @@ type Syncer interface {
 	SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error
 }
 
-// State is where a pod is in its lifecycle.
+// State is where a pod is in its lifecycle. The zero State is not a state
+// (it prints "unknown"): a missing value is never mistaken for syncing.
 type State int
 
 const (
 	// StateSyncing pods are expected to run; SyncPod is called for them.
-	StateSyncing State = iota
+	StateSyncing State = iota + 1
 	// StateTerminating pods were asked to stop; SyncTerminatingPod runs
 	// until it succeeds.
 	StateTerminating

@@ -59,6 +59,13 @@ type Config struct {
 	// and nodekit_prober_probe_lateness_seconds; nil means no metrics.
 	Registerer prometheus.Registerer
 
+	// Sink, if set, receives every result change instead of the Updates
+	// channels: called synchronously by the probe that changed the result
+	// (under Run or RunOnce), never with a lock held. It must not block and
+	// must be safe for concurrent use; syncloop's Loop.HandleProbeUpdate is
+	// such a sink. Nil: the Updates channels, delivered while Run runs.
+	Sink func(ProbeType, Update)
+
 	// Workers bounds the probes in flight; default 64.
 	Workers int
 	// UserAgent is sent by HTTP probes (unless the probe sets its own) and

@@ -37,9 +37,11 @@
 // socket. Timeouts run on the injected clock.
 //
 // Results live in one cache per probe type ([Manager.Result]); each change
-// is delivered on [Manager.Updates]. Publishing never blocks: while the
+// goes to Config.Sink, or without one is delivered on [Manager.Updates].
+// Publishing never blocks: a sink must not block, and while a channel's
 // receiver lags, updates for the same container coalesce and the latest
-// wins.
+// wins. Results and updates name containers by [containerid.ID]; the zero
+// Result is Unknown.
 //
 // # The host's duties
 //
@@ -52,10 +54,12 @@
 //     container starts, restarts or exits), call UpdatePodStatus: it sets
 //     Started and Ready on the container statuses and is the probes' only
 //     view of container IDs, states and start times.
-//  4. Select on Updates(Liveness), Updates(Readiness) and Updates(Startup)
-//     in the sync loop: restart a container whose liveness or startup
-//     result is Failure (with the probe's terminationGracePeriodSeconds when
-//     set), and resync the pod on readiness changes.
+//  4. Route updates to the sync loop: Config.Sink = a syncloop Loop's
+//     HandleProbeUpdate (no goroutine of yours), or select on
+//     Updates(Liveness), Updates(Readiness) and Updates(Startup). The loop
+//     restarts a container whose liveness or startup result is Failure
+//     (with the probe's terminationGracePeriodSeconds when set), and
+//     resyncs the pod on readiness changes.
 //
 // # Differences from upstream
 //

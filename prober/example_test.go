@@ -63,7 +63,7 @@ func Example() {
 	// The sync loop: wait for the container to become ready.
 	for u := range m.Updates(prober.Readiness) {
 		if u.Result == prober.Success {
-			fmt.Println("readiness of", u.ContainerID+":", u.Result)
+			fmt.Println("readiness of", u.ContainerID.String()+":", u.Result)
 			break
 		}
 	}
@@ -73,7 +73,7 @@ func Example() {
 
 	select {
 	case u := <-m.Updates(prober.Liveness):
-		fmt.Println("liveness of", u.ContainerID+":", u.Result)
+		fmt.Println("liveness of", u.ContainerID.String()+":", u.Result)
 	case <-time.After(5 * time.Second):
 		fmt.Println("no liveness result")
 	}

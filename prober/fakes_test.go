@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nodekit/nodekit/containerid"
 )
 
 // exitError is what cri-client returns for a non-zero exit code.
@@ -116,7 +118,11 @@ func (e *env) step(d time.Duration) int {
 }
 
 func (e *env) result(t ProbeType, id string) string {
-	r, ok := e.m.Result(t, id)
+	cid, err := containerid.Parse(id)
+	if err != nil {
+		return "bad id"
+	}
+	r, ok := e.m.Result(t, cid)
 	if !ok {
 		return "none"
 	}

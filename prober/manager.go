@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/nodekit/nodekit/containerid"
 )
 
 // Manager runs the probes of a node's pods and keeps their results. Create
@@ -67,21 +69,26 @@ func New(cfg Config) (*Manager, error) {
 	}
 	for i := range m.results {
 		m.results[i] = newResultCache()
+		if sink := cfg.Sink; sink != nil {
+			t := ProbeType(i)
+			m.results[i].sink = func(u Update) { sink(t, u) }
+		}
 	}
 	return m, nil
 }
 
 // Updates returns the channel on which changes of t's results are
-// delivered while Run runs. Updates for the same container coalesce while
-// the receiver lags (the latest wins), so workers never wait for it.
+// delivered while Run runs, when Config.Sink is nil. Updates for the same
+// container coalesce while the receiver lags (the latest wins), so workers
+// never wait for it. With a Sink the channels stay empty.
 func (m *Manager) Updates(t ProbeType) <-chan Update {
 	return m.cache(t).out
 }
 
-// Result returns the current t result of a container ("<runtime>://<id>"),
-// and false if there is none.
-func (m *Manager) Result(t ProbeType, containerID string) (Result, bool) {
-	return m.cache(t).get(containerID)
+// Result returns the current t result of a container, and false if there
+// is none. The ID must carry its runtime Type, as statuses and Updates do.
+func (m *Manager) Result(t ProbeType, id containerid.ID) (Result, bool) {
+	return m.cache(t).get(id.String())
 }
 
 func (m *Manager) cache(t ProbeType) *resultCache {
@@ -154,7 +161,7 @@ func (m *Manager) StopLivenessAndStartup(pod *v1.Pod) {
 
 // CleanupPods stops the probes of, and forgets the statuses of, every pod
 // not in desired.
-func (m *Manager) CleanupPods(desired map[types.UID]sets.Empty) {
+func (m *Manager) CleanupPods(desired sets.Set[types.UID]) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.stopLocked(func(k probeKey) bool { _, ok := desired[k.pod]; return !ok })

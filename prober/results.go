@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodekit/nodekit/containerid"
 )
 
 // resultCache holds the latest result of one probe type per container and
@@ -18,6 +20,7 @@ type resultCache struct {
 	queue   []string          // container IDs in the order they became pending
 	notify  chan struct{}     // 1-buffered: something became pending
 	out     chan Update       // unbuffered; the sync loop receives here
+	sink    func(Update)      // if set, receives updates instead of out
 }
 
 func newResultCache() *resultCache {
@@ -48,7 +51,15 @@ func (c *resultCache) set(id string, r Result, pod types.UID) {
 	if _, queued := c.pending[id]; !queued {
 		c.queue = append(c.queue, id)
 	}
-	c.pending[id] = Update{ContainerID: id, Result: r, PodUID: pod}
+	cid, _ := containerid.Parse(id) // never empty: workers set results only for containers with an ID
+	u := Update{ContainerID: cid, Result: r, PodUID: pod}
+	if c.sink != nil {
+		c.results[id] = r
+		c.mu.Unlock()
+		c.sink(u)
+		return
+	}
+	c.pending[id] = u
 	c.mu.Unlock()
 	select {
 	case c.notify <- struct{}{}:
@@ -96,14 +107,15 @@ func (c *resultCache) pop() (Update, bool) {
 func (c *resultCache) unpop(u Update) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.pending[u.ContainerID]; ok {
+	id := u.ContainerID.String()
+	if _, ok := c.pending[id]; ok {
 		return
 	}
-	if _, live := c.results[u.ContainerID]; !live {
+	if _, live := c.results[id]; !live {
 		return
 	}
-	c.pending[u.ContainerID] = u
-	c.queue = append([]string{u.ContainerID}, c.queue...)
+	c.pending[id] = u
+	c.queue = append([]string{id}, c.queue...)
 }
 
 // pendingLen is the number of undelivered updates.

@@ -3,11 +3,14 @@ package prober
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodekit/nodekit/containerid"
 )
 
 // startRun runs e.m.Run until the test ends.
@@ -29,7 +32,7 @@ func TestRunDeliversUpdates(t *testing.T) {
 	require.NoError(t, e.m.AddPod(pod))
 	e.m.UpdatePodStatus(e.ctx, pod, runningStatus(cid, epoch))
 	e.startRun(t)
-	want := func(t ProbeType, r Result) Update { return Update{ContainerID: cid, Result: r, PodUID: pod.UID} }
+	want := func(t ProbeType, r Result) Update { return Update{ContainerID: containerid.ID{Type: "crisim", ID: "c1"}, Result: r, PodUID: pod.UID} }
 	require.Equal(t, want(Liveness, Success), <-e.m.Updates(Liveness))
 	// The initial Failure and the first probe's Success may coalesce.
 	if u := <-e.m.Updates(Readiness); u.Result != Success {
@@ -92,10 +95,10 @@ func TestSlowConsumerNeverBlocksWorkers(t *testing.T) {
 	// The consumer wakes up: about one update per container (plus the one
 	// the pump held while nobody read), and the last of each is the latest
 	// result.
-	last := map[string]Result{}
+	last := map[containerid.ID]Result{}
 	upToDate := func() bool {
 		for i := range pods {
-			id := fmt.Sprintf("crisim://c%d", i)
+			id := containerid.ID{Type: "crisim", ID: fmt.Sprintf("c%d", i)}
 			r, _ := e.m.Result(Readiness, id)
 			if got, ok := last[id]; !ok || got != r {
 				return false
@@ -143,4 +146,46 @@ func (b blockingRunner) ExecSync(ctx context.Context, _ string, _ []string, _ ti
 	b <- struct{}{}
 	<-ctx.Done()
 	return nil, nil, ctx.Err()
+}
+
+func TestSinkReceivesUpdatesFromRunOnce(t *testing.T) {
+	type got struct {
+		t ProbeType
+		u Update
+	}
+	var mu sync.Mutex
+	var updates []got
+	e := newEnv(t, func(c *Config) {
+		c.Sink = func(t ProbeType, u Update) {
+			mu.Lock()
+			defer mu.Unlock()
+			updates = append(updates, got{t, u})
+		}
+	})
+	pod := testPod("p", execProbe("live"), nil, nil)
+	require.NoError(t, e.m.AddPod(pod))
+	e.m.UpdatePodStatus(e.ctx, pod, runningStatus(cid, epoch))
+	e.step(0)
+	id := containerid.ID{Type: "crisim", ID: "c1"}
+	mu.Lock()
+	require.Equal(t, []got{{Liveness, Update{ContainerID: id, Result: Success, PodUID: pod.UID}}}, updates,
+		"RunOnce delivers through the sink; no Run, no receiver goroutine")
+	updates = nil
+	mu.Unlock()
+
+	e.runner.set("live", 1)
+	for range 3 { // failureThreshold 3
+		e.step(10 * time.Second)
+	}
+	mu.Lock()
+	require.Equal(t, []got{{Liveness, Update{ContainerID: id, Result: Failure, PodUID: pod.UID}}}, updates)
+	mu.Unlock()
+	require.Zero(t, e.m.results[Liveness].pendingLen(), "nothing waits for a channel")
+}
+
+func TestResultZeroValueIsUnknown(t *testing.T) {
+	var r Result
+	require.Equal(t, Unknown, r)
+	require.Equal(t, "Unknown", r.String())
+	require.Equal(t, "Success", Success.String())
 }

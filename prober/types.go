@@ -1,6 +1,10 @@
 package prober
 
-import "k8s.io/apimachinery/pkg/types"
+import (
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodekit/nodekit/containerid"
+)
 
 // ProbeType names the kind of probe.
 type ProbeType int
@@ -28,10 +32,11 @@ func (t ProbeType) String() string {
 // Result is the outcome of probing a container, as upstream's results.Result.
 type Result int
 
-// The probe results. Unknown is the zero value's predecessor so that a
-// missing result is never mistaken for a success.
+// The probe results. Unknown is the zero value, so that a missing result is
+// never mistaken for a success. (Upstream's values are Unknown=-1,
+// Success=0, Failure=1; compare by name, not by number.)
 const (
-	Unknown Result = iota - 1
+	Unknown Result = iota
 	Success
 	Failure
 )
@@ -50,9 +55,9 @@ func (r Result) String() string {
 // Update is a change of a container's probe result, published to the sync
 // loop.
 type Update struct {
-	// ContainerID is the container's ID as in v1.ContainerStatus.ContainerID
-	// ("<runtime>://<id>").
-	ContainerID string
+	// ContainerID is the container's ID, parsed from
+	// v1.ContainerStatus.ContainerID ("<runtime>://<id>").
+	ContainerID containerid.ID
 	// Result is the new result.
 	Result Result
 	// PodUID is the UID of the container's pod.

@@ -16,6 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodekit/nodekit/containerid"
 	"github.com/nodekit/nodekit/pleg"
 	"github.com/nodekit/nodekit/prober"
 )
@@ -70,6 +71,10 @@ func BenchmarkDispatch1000Pods(b *testing.B) {
 		pods[i] = testPod(fmt.Sprintf("p%04d", i), types.UID(fmt.Sprintf("u%04d", i)))
 		h.idx[pods[i].UID] = i
 	}
+	due := make([]types.UID, 10)
+	for i := range due {
+		due[i] = pods[i].UID
+	}
 	snapshot := func(gen int) []*v1.Pod {
 		out := make([]*v1.Pod, n)
 		for i, p := range pods {
@@ -81,7 +86,7 @@ func BenchmarkDispatch1000Pods(b *testing.B) {
 	l, err := New(Config{
 		Handler: h, ExternalSources: []string{"api"},
 		SyncPeriod: 10 * time.Millisecond, HousekeepingPeriod: 20 * time.Millisecond,
-		PodsToSync: func(context.Context) []*v1.Pod { return pods[:10] },
+		PodsToSync: func() []types.UID { return due },
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -108,7 +113,7 @@ func BenchmarkDispatch1000Pods(b *testing.B) {
 	every(time.Millisecond, func(i int) {
 		for k := range 20 {
 			j := (i*20 + k) % n
-			l.HandleProbeUpdate(prober.Readiness, prober.Update{ContainerID: fmt.Sprint(j), PodUID: pods[j].UID, Result: prober.Result(i % 2)})
+			l.HandleProbeUpdate(prober.Readiness, prober.Update{ContainerID: containerid.ID{ID: fmt.Sprint(j)}, PodUID: pods[j].UID, Result: prober.Result(i % 2)})
 		}
 	})
 	every(100*time.Millisecond, func(i int) { l.Set(ctx, "api", snapshot(i)) })
@@ -119,7 +124,7 @@ func BenchmarkDispatch1000Pods(b *testing.B) {
 	for i := range b.N {
 		j := (i * 7) % n
 		h.stamps[j].Store(time.Now().UnixNano())
-		l.HandlePLEGEvent(pleg.PodLifecycleEvent{ID: pods[j].UID, Type: pleg.ContainerStarted, Data: "c"})
+		l.HandlePLEGEvent(pleg.PodLifecycleEvent{ID: pods[j].UID, Type: pleg.ContainerStarted, ContainerID: containerid.ID{ID: "c"}})
 		for h.stamps[j].Load() != 0 {
 			runtime.Gosched()
 		}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/nodekit/nodekit/containerid"
 	"github.com/nodekit/nodekit/prober"
 )
 
@@ -48,9 +49,12 @@ type Config struct {
 	// nil when it can (upstream's runtimeErrors; e.g. PLEG health). Optional:
 	// nil means always healthy. It must not block.
 	RuntimeHealth func() error
-	// PodsToSync returns the pods due for a sync at the sync tick (e.g. the
-	// pod workers' work queue). Optional: nil means no periodic syncs.
-	PodsToSync func(ctx context.Context) []*v1.Pod
+	// PodsToSync returns the UIDs of the pods due for a sync at the sync
+	// tick: podworkers' Workers.DuePods fits as is. The loop resolves them
+	// like PLEG events (PodByUID or its index) and drops UIDs it does not
+	// know, as upstream's getPodsToSync does. Optional: nil means no
+	// periodic syncs.
+	PodsToSync func() []types.UID
 	// PodByUID resolves the pod of a PLEG event or probe result. Optional:
 	// by default the loop looks pods up in its own index of the non-mirror
 	// pods it has dispatched and not removed, which is what upstream's pod
@@ -58,7 +62,7 @@ type Config struct {
 	PodByUID func(uid types.UID) (*v1.Pod, bool)
 	// OnContainerDied is called for each ContainerDied PLEG event, after the
 	// pod's sync (upstream's cleanUpContainersInPod). Optional.
-	OnContainerDied func(ctx context.Context, podUID types.UID, containerID string)
+	OnContainerDied func(ctx context.Context, podUID types.UID, containerID containerid.ID)
 	// OnProbeResult is called with each readiness and startup result before
 	// the pod is synced, for the host's status manager (upstream's
 	// SetContainerReadiness and SetContainerStartup). Optional.

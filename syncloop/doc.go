@@ -37,14 +37,59 @@
 //
 // # Host duties
 //
-//  1. Implement Handler (typically: pod manager + pod workers).
-//  2. Build the sources and a Loop with New; set RuntimeHealth (e.g. PLEG
-//     health), PodsToSync (the pod workers' due pods), OnContainerDied and
-//     OnProbeResult (the status manager).
-//  3. Forward PLEG events to HandlePLEGEvent and probe results to
-//     HandleProbeUpdate (both are safe to call from any goroutine).
+//  1. Implement Handler (typically: pod manager + pod workers, mapped as
+//     below).
+//  2. Build the sources and a Loop with New; set RuntimeHealth (a PLEG's
+//     Healthy fits as is), PodsToSync (podworkers' Workers.DuePods fits as
+//     is), OnContainerDied and OnProbeResult (the status manager).
+//  3. Give the loop's producers to the blocks that produce: Loop's
+//     HandlePLEGEvent is a pleg Config.Sink and HandleProbeUpdate a prober
+//     Config.Sink. Both never block and are safe from any goroutine, so the
+//     host runs no forwarding goroutine. The loop is built first; a
+//     RuntimeHealth closure reaches the generator built after it:
+//
+//	var gen *pleg.Generator
+//	loop, _ := syncloop.New(syncloop.Config{Handler: h, Sources: srcs,
+//		RuntimeHealth: func() error { return gen.Healthy() },
+//		PodsToSync:    workers.DuePods})
+//	gen, _ = pleg.New(pleg.Config{Runtime: rt, Sink: loop.HandlePLEGEvent})
+//	probes, _ := prober.New(prober.Config{Runner: rt, Sink: loop.HandleProbeUpdate})
+//
 //  4. Run it: go loop.Run(ctx). Report LastIteration on the health
 //     endpoint and use SourcesReady where upstream does.
+//
+// # A Handler over podworkers
+//
+// Upstream's kubelet maps the loop's calls onto its pod manager (pods by UID
+// and full name, mirror pods beside their static pods) and its pod workers
+// like this; a host using this package with nodekit's podworkers does the
+// same. A pod is a mirror pod when it carries ConfigMirrorAnnotationKey;
+// mirror pods never get a worker of their own: each call below that meets
+// one updates the pod manager and sends UpdateSync for its static pod (by
+// full name), with Update.MirrorPod set, so the static pod's worker
+// recreates or refreshes the mirror.
+//
+//   - HandlePodAdditions (ADD): record the pod; admit it (a rejected pod gets
+//     a Failed status and no worker); then UpdatePod with UpdateCreate.
+//   - HandlePodUpdates (UPDATE, DELETE): record the pod; UpdatePod with
+//     UpdateUpdate. A DELETE is a pod with a deletion timestamp: the worker
+//     sees it and terminates with the pod's grace period.
+//   - HandlePodRemoves (REMOVE): forget the pod; UpdatePod with UpdateKill
+//     (the worker stops it and reaches finished).
+//   - HandlePodReconcile (RECONCILE, a status-only change): record the pod;
+//     if it has readiness gates (whose conditions others write), resync it
+//     with UpdateSync so Ready is recomputed; for a pod the API server shows
+//     evicted, remove its dead containers.
+//   - HandlePodSyncs (PLEG events, probe results, PodsToSync): UpdatePod with
+//     UpdateSync for each pod, with the pod as the pod manager has it now.
+//   - HandlePodCleanups (housekeeping): Workers.SyncKnownPods with the set of
+//     desired UIDs (prober's CleanupPods takes the same
+//     sets.Set[types.UID]); UpdateCreate for a desired pod the workers no
+//     longer know (it restarts after being finished); UpdateKill with a
+//     RuntimePod for runtime pods that have no config; remove orphaned
+//     volumes, cgroups and mirror pods.
+//
+// examples/kubelet (agent/handler.go) is a complete Handler of this shape.
 //
 // # Differences from upstream (pkg/kubelet syncLoop and pkg/kubelet/config)
 //

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/nodekit/nodekit/containerid"
 	"github.com/nodekit/nodekit/pleg"
 	"github.com/nodekit/nodekit/prober"
 	"github.com/nodekit/nodekit/syncloop"
@@ -54,8 +55,8 @@ func Example() {
 	loop.Set(ctx, syncloop.APIServerSourceName, []*v1.Pod{pod})
 	loop.Iterate(ctx)
 
-	loop.HandlePLEGEvent(pleg.PodLifecycleEvent{ID: "uid-1", Type: pleg.ContainerStarted, Data: "abc"})
-	loop.HandleProbeUpdate(prober.Readiness, prober.Update{ContainerID: "cri://abc", PodUID: "uid-1", Result: prober.Success})
+	loop.HandlePLEGEvent(pleg.PodLifecycleEvent{ID: "uid-1", Type: pleg.ContainerStarted, ContainerID: containerid.ID{ID: "abc"}})
+	loop.HandleProbeUpdate(prober.Readiness, prober.Update{ContainerID: containerid.ID{Type: "cri", ID: "abc"}, PodUID: "uid-1", Result: prober.Success})
 	loop.Iterate(ctx)
 
 	clk.Step(syncloop.DefaultHousekeepingPeriod)
@@ -67,9 +68,10 @@ func Example() {
 	// housekeeping
 }
 
-// Example_run shows a host wiring the three pod sources and running the
-// loop; PLEG events and probe results are forwarded with HandlePLEGEvent and
-// HandleProbeUpdate, which never block.
+// Example_run shows a host wiring pod sources and running the loop. The
+// PLEG and the prober deliver straight into the loop (their Sink is the
+// loop's HandlePLEGEvent and HandleProbeUpdate, which never block), and
+// the loop asks the pod workers for due pods with DuePods.
 func Example_run() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -85,13 +87,15 @@ func Example_run() {
 	loop, err := syncloop.New(syncloop.Config{
 		Handler: host{},
 		Sources: []syncloop.Source{api, files},
-		// RuntimeHealth and PodsToSync come from the host (its PLEG's
-		// health, its pod workers' DuePods mapped to pods), ...
+		// RuntimeHealth: gen.Healthy  (a *pleg.Generator)
+		// PodsToSync:    workers.DuePods  (a *podworkers.Workers)
 	})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	// pleg.New(pleg.Config{..., Sink: loop.HandlePLEGEvent})
+	// prober.New(prober.Config{..., Sink: loop.HandleProbeUpdate})
 	if err := loop.Run(ctx); err != nil {
 		fmt.Println(err)
 	}

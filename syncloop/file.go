@@ -55,8 +55,9 @@ type FileSourceConfig struct {
 // last valid version of that file is kept, so a bad edit never stops a
 // running pod; other files are unaffected.
 type FileSource struct {
-	cfg   FileSourceConfig
-	files map[string]*manifestFile
+	cfg    FileSourceConfig
+	files  map[string]*manifestFile
+	parked parking // Run's state for NextScan
 }
 
 type manifestFile struct {
@@ -110,14 +111,18 @@ func (s *FileSource) Run(ctx context.Context, set SetFunc) error {
 		}
 	}
 	scan(true, true)
-	nextFull := s.cfg.Clock.Now().Add(s.cfg.ResyncPeriod)
+	started := s.cfg.Clock.Now()
+	nextFull := started.Add(s.cfg.ResyncPeriod)
 	t := s.cfg.Clock.NewTicker(s.cfg.CheckPeriod)
 	defer t.Stop()
+	defer s.parked.park(time.Time{}, false, false)
 	for {
+		s.parked.park(tickAfter(started, s.cfg.Clock.Now(), s.cfg.CheckPeriod), false, false)
 		select {
 		case <-ctx.Done():
 			return nil
 		case now := <-t.C():
+			s.parked.park(time.Time{}, false, false)
 			full := !now.Before(nextFull)
 			if full {
 				nextFull = nextTick(nextFull, now, s.cfg.ResyncPeriod)
@@ -126,6 +131,11 @@ func (s *FileSource) Run(ctx context.Context, set SetFunc) error {
 		}
 	}
 }
+
+// NextScan tells when Run next scans the directory, on Config.Clock, while
+// Run waits for it; ok is false while a scan runs or Run is not running. A
+// test on a fake clock waits until ok before stepping the clock to next.
+func (s *FileSource) NextScan() (next time.Time, ok bool) { return s.parked.next() }
 
 // Scan is the synchronous core of the source: it stats the manifests and
 // re-reads those that changed (every one if full). It reports whether the

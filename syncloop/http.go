@@ -48,6 +48,7 @@ type HTTPSource struct {
 	data        []byte
 	pods        []*v1.Pod
 	failureLogs int
+	parked      parking // Run's state for NextFetch
 }
 
 // NewHTTPSource validates cfg and returns an HTTPSource.
@@ -81,8 +82,10 @@ func (s *HTTPSource) Name() string { return HTTPSourceName }
 func (s *HTTPSource) Run(ctx context.Context, set SetFunc) error {
 	logger := klog.FromContext(ctx)
 	logger.V(1).Info("Watching URL", "URL", s.cfg.URL)
+	started := s.cfg.Clock.Now()
 	t := s.cfg.Clock.NewTicker(s.cfg.Period)
 	defer t.Stop()
+	defer s.parked.park(time.Time{}, false, false)
 	for {
 		changed, err := s.Fetch(ctx)
 		switch {
@@ -101,13 +104,20 @@ func (s *HTTPSource) Run(ctx context.Context, set SetFunc) error {
 		if changed {
 			set(ctx, s.Pods())
 		}
+		s.parked.park(tickAfter(started, s.cfg.Clock.Now(), s.cfg.Period), false, false)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C():
+			s.parked.park(time.Time{}, false, false)
 		}
 	}
 }
+
+// NextFetch tells when Run next fetches the URL, on Config.Clock, while
+// Run waits for it; ok is false while a fetch runs or Run is not running. A
+// test on a fake clock waits until ok before stepping the clock to next.
+func (s *HTTPSource) NextFetch() (next time.Time, ok bool) { return s.parked.next() }
 
 // Fetch is the synchronous core: one GET. It reports whether the pods
 // changed (including an empty body, which means no pods and makes the source

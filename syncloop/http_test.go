@@ -101,7 +101,10 @@ func TestHTTPSourceRunFeedsTheLoop(t *testing.T) {
 	eventually(t, func() bool { return srv.requests() == 1 }, "first fetch done")
 	require.False(t, l.SourcesReady())
 	srv.answer(200, manifest("web", "img:1"))
-	clk.Step(DefaultResyncPeriod) // the source's ticker channel keeps the tick
+	eventually(t, func() bool { _, ok := hs.NextFetch(); return ok }, "source parked")
+	next, _ := hs.NextFetch()
+	require.True(t, t0.Add(DefaultResyncPeriod).Equal(next), "next fetch %v", next)
+	clk.Step(DefaultResyncPeriod)
 	eventually(t, func() bool { return rec.len() == 1 }, "pods of the second fetch dispatched")
 	require.Equal(t, []string{"ADD web-node-a"}, rec.take())
 	require.True(t, l.SourcesReady())

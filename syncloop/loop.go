@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/nodekit/nodekit/containerid"
 	"github.com/nodekit/nodekit/pleg"
 	"github.com/nodekit/nodekit/prober"
 )
@@ -25,6 +26,7 @@ type Loop struct {
 	merger  *merger
 	metrics *metrics
 	notify  chan struct{}
+	parked  parking // Run's state for NextIteration; deaf while unhealthy
 	last    atomic.Int64 // unix nanoseconds of the last completed pass
 
 	mu      sync.Mutex // guards the mailboxes below
@@ -48,12 +50,12 @@ type Loop struct {
 
 type deadContainer struct {
 	pod types.UID
-	id  string
+	id  containerid.ID
 }
 
 type probeKey struct {
 	probe       prober.ProbeType
-	containerID string
+	containerID containerid.ID
 }
 
 // New validates cfg, fills in defaults and returns a Loop.
@@ -84,6 +86,7 @@ func New(cfg Config) (*Loop, error) {
 }
 
 func (l *Loop) wake() {
+	l.parked.wake()
 	select {
 	case l.notify <- struct{}{}:
 	default:
@@ -118,10 +121,8 @@ func (l *Loop) HandlePLEGEvent(e pleg.PodLifecycleEvent) {
 			l.plegQ = append(l.plegQ, e.ID)
 		}
 	}
-	if e.Type == pleg.ContainerDied {
-		if id, ok := e.Data.(string); ok {
-			l.died = append(l.died, deadContainer{pod: e.ID, id: id})
-		}
+	if e.Type == pleg.ContainerDied && !e.ContainerID.IsEmpty() {
+		l.died = append(l.died, deadContainer{pod: e.ID, id: e.ContainerID})
 	}
 	l.mu.Unlock()
 	l.metrics.queued("pleg", 1)
@@ -354,7 +355,16 @@ func (l *Loop) periodicSync(ctx context.Context) {
 	if l.cfg.PodsToSync == nil {
 		return
 	}
-	pods := l.cfg.PodsToSync(ctx)
+	pods := l.scratchPods[:0]
+	for _, uid := range l.cfg.PodsToSync() {
+		if p, ok := l.podByUID(uid); ok {
+			pods = append(pods, p)
+		}
+	}
+	defer func() {
+		clear(pods)
+		l.scratchPods = pods[:0]
+	}()
 	if len(pods) == 0 {
 		return
 	}

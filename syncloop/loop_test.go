@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/nodekit/nodekit/containerid"
 	"github.com/nodekit/nodekit/pleg"
 	"github.com/nodekit/nodekit/prober"
 )
@@ -31,11 +32,11 @@ func newCoreLoop(t *testing.T, mut func(*Config)) (*Loop, *recorder, *clocktesti
 		Handler:         rec,
 		ExternalSources: []string{"a", "b"},
 		Clock:           clk,
-		OnContainerDied: func(_ context.Context, uid types.UID, id string) {
-			hooks.lines = append(hooks.lines, "died "+string(uid)+" "+id)
+		OnContainerDied: func(_ context.Context, uid types.UID, id containerid.ID) {
+			hooks.lines = append(hooks.lines, "died "+string(uid)+" "+id.String())
 		},
 		OnProbeResult: func(_ context.Context, p prober.ProbeType, u prober.Update) {
-			hooks.lines = append(hooks.lines, "probe "+p.String()+" "+u.ContainerID+" "+u.Result.String())
+			hooks.lines = append(hooks.lines, "probe "+p.String()+" "+u.ContainerID.String()+" "+u.Result.String())
 		},
 	}
 	if mut != nil {
@@ -155,15 +156,15 @@ func TestPLEGRouting(t *testing.T) {
 	l.Iterate(ctx)
 	rec.take()
 
-	l.HandlePLEGEvent(pleg.PodLifecycleEvent{ID: "u1", Type: pleg.ContainerStarted, Data: "c1"})
-	l.HandlePLEGEvent(pleg.PodLifecycleEvent{ID: "u1", Type: pleg.ContainerChanged, Data: "c1"})
-	l.HandlePLEGEvent(pleg.PodLifecycleEvent{ID: "u2", Type: pleg.ContainerRemoved, Data: "c9"})
+	l.HandlePLEGEvent(pleg.PodLifecycleEvent{ID: "u1", Type: pleg.ContainerStarted, ContainerID: containerid.ID{ID: "c1"}})
+	l.HandlePLEGEvent(pleg.PodLifecycleEvent{ID: "u1", Type: pleg.ContainerChanged, ContainerID: containerid.ID{ID: "c1"}})
+	l.HandlePLEGEvent(pleg.PodLifecycleEvent{ID: "u2", Type: pleg.ContainerRemoved, ContainerID: containerid.ID{ID: "c9"}})
 	l.HandlePLEGEvent(pleg.PodLifecycleEvent{ID: "gone", Type: pleg.PodSync})
 	l.Iterate(ctx)
 	require.Equal(t, []string{"SYNC p1"}, rec.take(), "one sync per pod; removed containers and unknown pods are not synced")
 
-	l.HandlePLEGEvent(pleg.PodLifecycleEvent{ID: "u2", Type: pleg.ContainerDied, Data: "c2"})
-	l.HandlePLEGEvent(pleg.PodLifecycleEvent{ID: "gone", Type: pleg.ContainerDied, Data: "c3"})
+	l.HandlePLEGEvent(pleg.PodLifecycleEvent{ID: "u2", Type: pleg.ContainerDied, ContainerID: containerid.ID{ID: "c2"}})
+	l.HandlePLEGEvent(pleg.PodLifecycleEvent{ID: "gone", Type: pleg.ContainerDied, ContainerID: containerid.ID{ID: "c3"}})
 	l.Iterate(ctx)
 	require.Equal(t, []string{"SYNC p2"}, rec.take())
 	require.Equal(t, []string{"died u2 c2", "died gone c3"}, hooks.lines, "container cleanup runs even for unknown pods, like upstream")
@@ -203,11 +204,11 @@ func TestProbeRouting(t *testing.T) {
 		wantSync  []string
 		wantHooks []string
 	}{
-		{"liveness success does nothing", prober.Liveness, prober.Update{ContainerID: "c://1", Result: prober.Success, PodUID: "u1"}, nil, nil},
-		{"liveness failure syncs", prober.Liveness, prober.Update{ContainerID: "c://1", Result: prober.Failure, PodUID: "u1"}, []string{"SYNC p1"}, nil},
-		{"readiness notifies and syncs", prober.Readiness, prober.Update{ContainerID: "c://2", Result: prober.Success, PodUID: "u2"}, []string{"SYNC p2"}, []string{"probe Readiness c://2 Success"}},
-		{"startup notifies and syncs", prober.Startup, prober.Update{ContainerID: "c://3", Result: prober.Failure, PodUID: "u3"}, []string{"SYNC p3"}, []string{"probe Startup c://3 Failure"}},
-		{"unknown pod notifies only", prober.Readiness, prober.Update{ContainerID: "c://4", Result: prober.Success, PodUID: "x"}, nil, []string{"probe Readiness c://4 Success"}},
+		{"liveness success does nothing", prober.Liveness, prober.Update{ContainerID: containerid.ID{Type: "c", ID: "1"}, Result: prober.Success, PodUID: "u1"}, nil, nil},
+		{"liveness failure syncs", prober.Liveness, prober.Update{ContainerID: containerid.ID{Type: "c", ID: "1"}, Result: prober.Failure, PodUID: "u1"}, []string{"SYNC p1"}, nil},
+		{"readiness notifies and syncs", prober.Readiness, prober.Update{ContainerID: containerid.ID{Type: "c", ID: "2"}, Result: prober.Success, PodUID: "u2"}, []string{"SYNC p2"}, []string{"probe Readiness c://2 Success"}},
+		{"startup notifies and syncs", prober.Startup, prober.Update{ContainerID: containerid.ID{Type: "c", ID: "3"}, Result: prober.Failure, PodUID: "u3"}, []string{"SYNC p3"}, []string{"probe Startup c://3 Failure"}},
+		{"unknown pod notifies only", prober.Readiness, prober.Update{ContainerID: containerid.ID{Type: "c", ID: "4"}, Result: prober.Success, PodUID: "x"}, nil, []string{"probe Readiness c://4 Success"}},
 	}
 	for _, c := range cases {
 		hooks.lines = nil
@@ -220,9 +221,9 @@ func TestProbeRouting(t *testing.T) {
 	// Results of one probe coalesce to the latest; PLEG and probes share
 	// one HandlePodSyncs call.
 	hooks.lines = nil
-	l.HandleProbeUpdate(prober.Readiness, prober.Update{ContainerID: "c://2", Result: prober.Failure, PodUID: "u2"})
-	l.HandleProbeUpdate(prober.Readiness, prober.Update{ContainerID: "c://2", Result: prober.Success, PodUID: "u2"})
-	l.HandlePLEGEvent(pleg.PodLifecycleEvent{ID: "u1", Type: pleg.ContainerStarted, Data: "1"})
+	l.HandleProbeUpdate(prober.Readiness, prober.Update{ContainerID: containerid.ID{Type: "c", ID: "2"}, Result: prober.Failure, PodUID: "u2"})
+	l.HandleProbeUpdate(prober.Readiness, prober.Update{ContainerID: containerid.ID{Type: "c", ID: "2"}, Result: prober.Success, PodUID: "u2"})
+	l.HandlePLEGEvent(pleg.PodLifecycleEvent{ID: "u1", Type: pleg.ContainerStarted, ContainerID: containerid.ID{ID: "1"}})
 	l.Iterate(ctx)
 	require.Equal(t, []string{"SYNC p1,p2"}, rec.take())
 	require.Equal(t, []string{"probe Readiness c://2 Success"}, hooks.lines)
@@ -233,12 +234,18 @@ func TestSyncTickAsksForDuePods(t *testing.T) {
 	calls := 0
 	l, rec, clk, _ := newCoreLoop(t, func(c *Config) {
 		c.ExternalSources = nil
-		c.PodsToSync = func(context.Context) []*v1.Pod {
+		c.PodsToSync = func() []types.UID {
 			calls++
 			if calls%2 == 0 {
 				return nil
 			}
-			return []*v1.Pod{testPod("due", "d")}
+			return []types.UID{"d", "not-known"}
+		}
+		c.PodByUID = func(uid types.UID) (*v1.Pod, bool) {
+			if uid == "d" {
+				return testPod("due", "d"), true
+			}
+			return nil, false
 		}
 	})
 	require.Equal(t, time.Second, l.Iterate(ctx))
@@ -248,7 +255,7 @@ func TestSyncTickAsksForDuePods(t *testing.T) {
 	clk.Step(time.Millisecond)
 	l.Iterate(ctx)
 	require.Equal(t, 1, calls)
-	require.Equal(t, []string{"SYNC due"}, rec.take())
+	require.Equal(t, []string{"SYNC due"}, rec.take(), "a UID the loop cannot resolve is dropped")
 	clk.Step(time.Second)
 	require.Equal(t, time.Second, l.Iterate(ctx), "housekeeping (2s) just ran with no sources; next is the sync tick")
 	require.Equal(t, 2, calls)

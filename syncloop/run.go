@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -45,15 +46,29 @@ func (l *Loop) Run(ctx context.Context) error {
 			notify = nil // input keeps queueing; check health after the backoff
 		}
 		t := l.cfg.Clock.NewTimer(wait)
+		l.parked.park(l.cfg.Clock.Now().Add(wait), notify == nil, false)
 		select {
 		case <-ctx.Done():
+			l.parked.park(time.Time{}, false, false)
 			t.Stop()
 			cancel()
 			wg.Wait()
 			return firstErr
 		case <-notify:
+			l.parked.park(time.Time{}, false, true)
 		case <-t.C():
+			l.parked.park(time.Time{}, false, false)
 		}
 		t.Stop()
 	}
 }
+
+// NextIteration tells when Run next iterates by itself (the sync tick,
+// housekeeping, or the health backoff), on Config.Clock, while Run is
+// parked; ok is false while an iteration runs, while input (a snapshot, a
+// PLEG event, a probe result) waits to be taken, or when Run is not
+// running. While the runtime is unhealthy Run does not listen to input, so
+// queued input does not clear ok. A test on a fake clock waits until ok
+// before stepping the clock to next. The sources' own timers (file and
+// HTTP polling, the API server's reflector) are not included.
+func (l *Loop) NextIteration() (next time.Time, ok bool) { return l.parked.next() }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/nodekit/nodekit/containerid"
 	"github.com/nodekit/nodekit/pleg"
 	"github.com/nodekit/nodekit/prober"
 )
@@ -56,11 +57,17 @@ func TestRunRoutesEveryChannel(t *testing.T) {
 	var due atomic.Bool
 	l, err := New(Config{
 		Handler: rec, Sources: []Source{src}, Clock: clk,
-		PodsToSync: func(context.Context) []*v1.Pod {
+		PodsToSync: func() []types.UID {
 			if due.Load() {
-				return []*v1.Pod{testPod("due", "d")}
+				return []types.UID{"d"}
 			}
 			return nil
+		},
+		PodByUID: func(uid types.UID) (*v1.Pod, bool) {
+			if uid == "d" {
+				return testPod("due", "d"), true
+			}
+			return testPod("p1", "u1"), uid == "u1"
 		},
 	})
 	require.NoError(t, err)
@@ -75,9 +82,9 @@ func TestRunRoutesEveryChannel(t *testing.T) {
 	}
 	set(ctx, []*v1.Pod{testPod("p1", "u1")})
 	expect("ADD p1")
-	l.HandlePLEGEvent(pleg.PodLifecycleEvent{ID: "u1", Type: pleg.ContainerDied, Data: "c"})
+	l.HandlePLEGEvent(pleg.PodLifecycleEvent{ID: "u1", Type: pleg.ContainerDied, ContainerID: containerid.ID{ID: "c"}})
 	expect("SYNC p1")
-	l.HandleProbeUpdate(prober.Liveness, prober.Update{ContainerID: "c://c", PodUID: "u1", Result: prober.Failure})
+	l.HandleProbeUpdate(prober.Liveness, prober.Update{ContainerID: containerid.ID{Type: "c", ID: "c"}, PodUID: "u1", Result: prober.Failure})
 	expect("SYNC p1")
 
 	due.Store(true)
@@ -152,8 +159,8 @@ func TestProbeAndPLEGPublishersNeverBlock(t *testing.T) {
 	for w := range 8 {
 		wg.Go(func() {
 			for i := range 10000 {
-				l.HandleProbeUpdate(prober.ProbeType(i%3), prober.Update{ContainerID: fmt.Sprintf("c://%d", w), PodUID: "u1", Result: prober.Result(i % 2)})
-				l.HandlePLEGEvent(pleg.PodLifecycleEvent{ID: "u1", Type: pleg.ContainerStarted, Data: "x"})
+				l.HandleProbeUpdate(prober.ProbeType(i%3), prober.Update{ContainerID: containerid.ID{Type: "c", ID: fmt.Sprint(w)}, PodUID: "u1", Result: prober.Result(i % 2)})
+				l.HandlePLEGEvent(pleg.PodLifecycleEvent{ID: "u1", Type: pleg.ContainerStarted, ContainerID: containerid.ID{ID: "x"}})
 			}
 		})
 	}
@@ -181,4 +188,53 @@ func TestRunReturnsSourceError(t *testing.T) {
 	require.NoError(t, err)
 	err = l.Run(context.Background())
 	require.ErrorContains(t, err, `source "bad": cannot start`)
+}
+
+func TestNextIteration(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	rec := &recorder{}
+	clk := clocktesting.NewFakeClock(t0)
+	var health atomic.Pointer[error]
+	l, err := New(Config{Handler: rec, ExternalSources: []string{"api"}, Clock: clk,
+		RuntimeHealth: func() error {
+			if e := health.Load(); e != nil {
+				return *e
+			}
+			return nil
+		}})
+	require.NoError(t, err)
+	_, ok := l.NextIteration()
+	require.False(t, ok, "not running")
+	stop := startLoop(t, l)
+	parked := func() time.Time {
+		t.Helper()
+		var next time.Time
+		eventually(t, func() bool { next, ok = l.NextIteration(); return ok && next.After(clk.Now()) }, "parked")
+		return next
+	}
+	require.True(t, t0.Add(DefaultSyncPeriod).Equal(parked()), "the sync tick is next")
+
+	l.Set(context.Background(), "api", []*v1.Pod{testPod("p1", "u1")})
+	_, ok = l.NextIteration()
+	require.False(t, ok, "input not yet taken")
+	parked()
+	require.Equal(t, []string{"ADD p1"}, rec.take())
+
+	down := errors.New("runtime down")
+	health.Store(&down)
+	clk.Step(DefaultSyncPeriod)
+	var next time.Time
+	eventually(t, func() bool { next, ok = l.NextIteration(); return ok && next.After(clk.Now()) }, "parked on the backoff")
+	require.True(t, clk.Now().Add(DefaultBackoffInitial).Equal(next), "next %v", next)
+	l.HandlePLEGEvent(pleg.PodLifecycleEvent{ID: "u1", Type: pleg.ContainerDied, ContainerID: containerid.ID{ID: "c"}})
+	next2, ok := l.NextIteration()
+	require.True(t, ok && next2.Equal(next), "input does not wake a loop waiting for the runtime")
+
+	health.Store(nil)
+	clk.Step(DefaultBackoffInitial)
+	parked()
+	require.Equal(t, []string{"SYNC p1"}, rec.take(), "queued input dispatched on recovery")
+	stop(nil)
+	_, ok = l.NextIteration()
+	require.False(t, ok, "stopped")
 }

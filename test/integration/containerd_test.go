@@ -70,7 +70,7 @@ func TestPLEGContainerd(t *testing.T) {
 			_, err := g.Relist(ctx)
 			require.NoError(t, err)
 			for _, ev := range drainEvents(g) {
-				if string(ev.ID) == uid && ev.Type == typ && (data == "" || ev.Data == data) {
+				if string(ev.ID) == uid && ev.Type == typ && (data == "" || ev.ContainerID.ID == data) {
 					return true
 				}
 			}
@@ -85,8 +85,7 @@ func TestPLEGContainerd(t *testing.T) {
 	want(pleg.ContainerDied, id)
 	require.NoError(t, rt.RemoveContainer(ctx, id))
 	want(pleg.ContainerRemoved, id)
-	ok, err := g.Healthy()
-	require.True(t, ok, "%v", err)
+	require.NoError(t, g.Healthy())
 }
 
 func drainEvents(g *pleg.Generator) []pleg.PodLifecycleEvent {

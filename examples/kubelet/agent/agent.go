@@ -25,6 +25,7 @@ import (
 	remote "k8s.io/cri-client/pkg"
 	"k8s.io/klog/v2"
 
+	"github.com/nodekit/nodekit/containerid"
 	"github.com/nodekit/nodekit/eviction"
 	"github.com/nodekit/nodekit/examples/kubelet/admission"
 	"github.com/nodekit/nodekit/examples/kubelet/allocation"
@@ -201,10 +202,14 @@ func (a *Agent) close(ctx context.Context) {
 func (a *Agent) build(ctx context.Context) error {
 	var err error
 	backoff := &crashBackoff{clock: a.opts.Clock, entries: map[string]backoffEntry{}}
-	if a.pleg, err = pleg.New(pleg.Config{Runtime: a.rt, Evented: a.opts.Evented, Clock: a.opts.Clock, Registerer: a.registry}); err != nil {
+	// Events and probe results go straight to the sync loop (built below,
+	// before anything runs).
+	if a.pleg, err = pleg.New(pleg.Config{Runtime: a.rt, Evented: a.opts.Evented, RuntimeName: a.runtimeID,
+		Sink: a.onPLEGEvent, Clock: a.opts.Clock, Registerer: a.registry}); err != nil {
 		return err
 	}
-	if a.probes, err = prober.New(prober.Config{Runner: a.rt, Recorder: a.recorder, Clock: a.opts.Clock, Registerer: a.registry}); err != nil {
+	if a.probes, err = prober.New(prober.Config{Runner: a.rt, Recorder: a.recorder, Sink: a.onProbeResult,
+		Clock: a.opts.Clock, Registerer: a.registry}); err != nil {
 		return err
 	}
 	if a.statusMgr, err = podstatus.New(podstatus.Config{Client: a.client, Clock: a.opts.Clock,
@@ -380,7 +385,7 @@ func (a *Agent) runtimeHandler(ctx context.Context, name string) (string, error)
 // or startup probe fail. The syncer restarts a failed container and holds
 // the next init container until a sidecar has started.
 func (a *Agent) probeState(pod *v1.Pod, name, id string) (started, livenessFailed, startupFailed bool) {
-	full := a.runtimeID + "://" + id
+	full := containerid.ID{Type: a.runtimeID, ID: id}
 	started = true
 	if specOf(pod, name).StartupProbe != nil {
 		r, ok := a.probes.Result(prober.Startup, full)
@@ -491,23 +496,12 @@ func (a *Agent) buildLoop() error {
 	var err error
 	a.loop, err = syncloop.New(syncloop.Config{
 		Handler: a, Sources: sources,
-		RuntimeHealth: a.runtimeHealth,
+		RuntimeHealth: a.pleg.Healthy,
 		PodsToSync:    a.podsToSync,
 		PodByUID:      a.podByUID,
 		Recorder:      a.recorder, Clock: a.opts.Clock, Registerer: a.registry,
 	})
 	return err
-}
-
-// runtimeHealth is the PLEG's health.
-func (a *Agent) runtimeHealth() error {
-	if ok, err := a.pleg.Healthy(); !ok {
-		if err == nil {
-			err = errors.New("PLEG is not healthy")
-		}
-		return err
-	}
-	return nil
 }
 
 // containerGCPeriod is the kubelet's ContainerGCPeriod.
@@ -541,12 +535,12 @@ func (a *Agent) podByUID(uid types.UID) (*v1.Pod, bool) {
 
 // podsToSync returns the pods whose resync or retry is due; due pods no
 // longer in config are resynced with their last known state.
-func (a *Agent) podsToSync(_ context.Context) []*v1.Pod {
-	var out []*v1.Pod
+func (a *Agent) podsToSync() []types.UID {
+	var out []types.UID
 	due := map[types.UID]bool{}
 	for _, uid := range a.workers.DuePods() {
-		if p, ok := a.podByUID(uid); ok {
-			out = append(out, p)
+		if _, ok := a.podByUID(uid); ok {
+			out = append(out, uid)
 			due[uid] = true
 		} else {
 			_ = a.workers.Resync(uid)
@@ -556,7 +550,7 @@ func (a *Agent) podsToSync(_ context.Context) []*v1.Pod {
 	// killed), not at their next periodic sync.
 	for _, p := range a.activePods() {
 		if !due[p.UID] && p.Spec.ActiveDeadlineSeconds != nil && !a.workers.IsPodTerminationRequested(p.UID) && a.syncer.pastDeadline(p) {
-			out = append(out, p)
+			out = append(out, p.UID)
 		}
 	}
 	return out

@@ -40,7 +40,7 @@ func (a *Agent) buildAPI() error {
 		Summary: a.summary,
 		HealthChecks: []kubeletapi.HealthCheck{
 			{Name: "syncloop", Check: a.syncLoopHealth},
-			{Name: "pleg", Check: a.runtimeHealth},
+			{Name: "pleg", Check: a.pleg.Healthy},
 		},
 		Metrics:      a.registry,
 		ProbeMetrics: prefixGatherer{a.registry, "prober_"},

@@ -119,11 +119,8 @@ func (a *Agent) HandlePodSyncs(ctx context.Context, pods []*v1.Pod) {
 // that have no config.
 func (a *Agent) HandlePodCleanups(ctx context.Context) error {
 	desired := a.pods.Desired() // without pods failed by admission: nothing to run or clean up
-	desiredSet := make(map[types.UID]sets.Empty, len(desired))
-	for _, uid := range desired {
-		desiredSet[uid] = sets.Empty{}
-	}
-	known := a.workers.SyncKnownPods(ctx, desired)
+	desiredSet := sets.New(desired...)
+	known := a.workers.SyncKnownPods(ctx, desiredSet)
 	for _, uid := range desired {
 		p, ok := a.podByUID(uid)
 		if !ok {

@@ -148,7 +148,7 @@ func (a *Agent) runtimeErrors(ctx context.Context) error {
 	} else if c := conds[runtimeapi.RuntimeReady]; c == nil || !c.Status {
 		errs = append(errs, errors.New("container runtime status check may not have completed yet"))
 	}
-	if err := a.runtimeHealth(); err != nil {
+	if err := a.pleg.Healthy(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

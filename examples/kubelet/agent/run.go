@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodekit/nodekit/examples/kubelet/podmanager"
+	"github.com/nodekit/nodekit/pleg"
 	"github.com/nodekit/nodekit/prober"
 )
 
@@ -48,10 +49,6 @@ func (a *Agent) Run(ctx context.Context) error {
 	start("status", a.statusMgr.Run)
 	start("eviction", a.evict.Run)
 	start("syncloop", a.loop.Run)
-	start("pleg-events", a.pumpPLEG)
-	for _, t := range []prober.ProbeType{prober.Liveness, prober.Readiness, prober.Startup} {
-		start("probe-results", func(ctx context.Context) error { return a.pumpProbes(ctx, t) })
-	}
 	if a.nodeStatus != nil {
 		start("nodestatus", a.nodeStatus.Run)
 		start("lease", a.lease.Run)
@@ -65,42 +62,27 @@ func (a *Agent) Run(ctx context.Context) error {
 	return nil
 }
 
-// pumpPLEG hands PLEG events to the sync loop (which never blocks).
-func (a *Agent) pumpPLEG(ctx context.Context) error {
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case ev := <-a.pleg.Events():
-			a.loop.HandlePLEGEvent(ev)
-		}
-	}
-}
+// onPLEGEvent is the PLEG's sink: the sync loop's mailbox, which never
+// blocks.
+func (a *Agent) onPLEGEvent(ev pleg.PodLifecycleEvent) { a.loop.HandlePLEGEvent(ev) }
 
-func (a *Agent) pumpProbes(ctx context.Context, t prober.ProbeType) error {
-	ch := a.probes.Updates(t)
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case u := <-ch:
-			// Readiness and startup reach the status at once, even while
-			// the pod's worker is busy; the sync follows.
-			switch t {
-			case prober.Readiness:
-				a.statusMgr.SetContainerReadiness(u.PodUID, u.ContainerID, u.Result == prober.Success)
-			case prober.Startup:
-				a.statusMgr.SetContainerStartup(u.PodUID, u.ContainerID, u.Result == prober.Success)
-			}
-			a.loop.HandleProbeUpdate(t, u)
-		}
+// onProbeResult is the prober's sink. Readiness and startup reach the
+// status at once, even while the pod's worker is busy (the status
+// manager's setters never block on the network); the sync follows.
+func (a *Agent) onProbeResult(t prober.ProbeType, u prober.Update) {
+	switch t {
+	case prober.Readiness:
+		a.statusMgr.SetContainerReadiness(u.PodUID, u.ContainerID.String(), u.Result == prober.Success)
+	case prober.Startup:
+		a.statusMgr.SetContainerStartup(u.PodUID, u.ContainerID.String(), u.Result == prober.Success)
 	}
+	a.loop.HandleProbeUpdate(t, u)
 }
 
 // Healthy is the agent's health: the sync loop iterated within the last
 // two housekeeping-and-a-half periods and the PLEG relists.
 func (a *Agent) Healthy() error {
-	return errors.Join(a.syncLoopHealth(), a.runtimeHealth())
+	return errors.Join(a.syncLoopHealth(), a.pleg.Healthy())
 }
 
 // Pods returns the pods the agent runs with their latest status, by name.

@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -188,7 +189,7 @@ func (a *Agent) housekeeping(ctx context.Context) {
 	for uid := range byUIDs {
 		desired = append(desired, uid)
 	}
-	known := a.workers.SyncKnownPods(ctx, desired)
+	known := a.workers.SyncKnownPods(ctx, sets.New(desired...))
 	for uid, p := range byUIDs {
 		if _, ok := known[uid]; !ok {
 			_ = a.workers.UpdatePod(ctx, podworkers.Update{Type: podworkers.UpdateCreate, Pod: p})
