@@ -32,7 +32,9 @@ func TestRunDeliversUpdates(t *testing.T) {
 	require.NoError(t, e.m.AddPod(pod))
 	e.m.UpdatePodStatus(e.ctx, pod, runningStatus(cid, epoch))
 	e.startRun(t)
-	want := func(t ProbeType, r Result) Update { return Update{ContainerID: containerid.ID{Type: "crisim", ID: "c1"}, Result: r, PodUID: pod.UID} }
+	want := func(t ProbeType, r Result) Update {
+		return Update{ContainerID: containerid.ID{Type: "crisim", ID: "c1"}, Result: r, PodUID: pod.UID}
+	}
 	require.Equal(t, want(Liveness, Success), <-e.m.Updates(Liveness))
 	// The initial Failure and the first probe's Success may coalesce.
 	if u := <-e.m.Updates(Readiness); u.Result != Success {

@@ -39,21 +39,23 @@
 //
 //  1. Implement Handler (typically: pod manager + pod workers, mapped as
 //     below).
+//
 //  2. Build the sources and a Loop with New; set RuntimeHealth (a PLEG's
 //     Healthy fits as is), PodsToSync (podworkers' Workers.DuePods fits as
 //     is), OnContainerDied and OnProbeResult (the status manager).
+//
 //  3. Give the loop's producers to the blocks that produce: Loop's
 //     HandlePLEGEvent is a pleg Config.Sink and HandleProbeUpdate a prober
 //     Config.Sink. Both never block and are safe from any goroutine, so the
 //     host runs no forwarding goroutine. The loop is built first; a
 //     RuntimeHealth closure reaches the generator built after it:
 //
-//	var gen *pleg.Generator
-//	loop, _ := syncloop.New(syncloop.Config{Handler: h, Sources: srcs,
-//		RuntimeHealth: func() error { return gen.Healthy() },
-//		PodsToSync:    workers.DuePods})
-//	gen, _ = pleg.New(pleg.Config{Runtime: rt, Sink: loop.HandlePLEGEvent})
-//	probes, _ := prober.New(prober.Config{Runner: rt, Sink: loop.HandleProbeUpdate})
+//     var gen *pleg.Generator
+//     loop, _ := syncloop.New(syncloop.Config{Handler: h, Sources: srcs,
+//     RuntimeHealth: func() error { return gen.Healthy() },
+//     PodsToSync:    workers.DuePods})
+//     gen, _ = pleg.New(pleg.Config{Runtime: rt, Sink: loop.HandlePLEGEvent})
+//     probes, _ := prober.New(prober.Config{Runner: rt, Sink: loop.HandleProbeUpdate})
 //
 //  4. Run it: go loop.Run(ctx). Report LastIteration on the health
 //     endpoint and use SourcesReady where upstream does.

@@ -26,7 +26,7 @@ type Loop struct {
 	merger  *merger
 	metrics *metrics
 	notify  chan struct{}
-	parked  parking // Run's state for NextIteration; deaf while unhealthy
+	parked  parking      // Run's state for NextIteration; deaf while unhealthy
 	last    atomic.Int64 // unix nanoseconds of the last completed pass
 
 	mu      sync.Mutex // guards the mailboxes below
