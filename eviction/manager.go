@@ -10,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/nodekit/nodekit/internal/parking"
 )
 
 // Manager evaluates eviction thresholds against node statistics, reports
@@ -20,13 +22,8 @@ type Manager struct {
 	metrics *metrics
 	trigger chan struct{}
 
-	pass sync.Mutex // serialises Synchronize
-	// waitMu guards waitingUntil, when Run's next pass is due while Run
-	// waits for it (zero otherwise), and woken, a Trigger not yet taken
-	// (NextPass).
-	waitMu       sync.Mutex
-	waitingUntil time.Time
-	woken        bool
+	pass   sync.Mutex    // serialises Synchronize
+	parked parking.State // Run's waiting state, for NextPass
 
 	mu                sync.RWMutex // guards the fields below
 	conditions        []v1.NodeConditionType

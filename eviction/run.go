@@ -28,9 +28,7 @@ func (f NotifierFunc) Run(ctx context.Context, notify func()) error { return f(c
 // Trigger asks Run for an immediate pass. It never blocks: triggers that
 // arrive while a pass is pending are coalesced. Safe for concurrent use.
 func (m *Manager) Trigger() {
-	m.waitMu.Lock()
-	m.woken = true
-	m.waitMu.Unlock()
+	m.parked.Wake()
 	select {
 	case m.trigger <- struct{}{}:
 	default:
@@ -75,29 +73,17 @@ func (m *Manager) Run(ctx context.Context) error {
 func (m *Manager) waitForNextPass(ctx context.Context) bool {
 	t := m.cfg.Clock.NewTimer(m.cfg.MonitoringInterval)
 	defer t.Stop()
-	m.setWaiting(m.cfg.Clock.Now().Add(m.cfg.MonitoringInterval), false)
+	m.parked.Park(m.cfg.Clock.Now().Add(m.cfg.MonitoringInterval), false, false)
 	select {
 	case <-ctx.Done():
-		m.setWaiting(time.Time{}, false)
+		m.parked.Park(time.Time{}, false, false)
 		return false
 	case <-t.C():
-		m.setWaiting(time.Time{}, false)
+		m.parked.Park(time.Time{}, false, false)
 	case <-m.trigger:
-		m.setWaiting(time.Time{}, true)
+		m.parked.Park(time.Time{}, false, true)
 	}
 	return true
-}
-
-// setWaiting records that Run waits until t (zero: it does not wait);
-// taken clears the trigger Run just took. A trigger not yet taken keeps
-// Run from counting as waiting.
-func (m *Manager) setWaiting(t time.Time, taken bool) {
-	m.waitMu.Lock()
-	defer m.waitMu.Unlock()
-	if taken {
-		m.woken = false
-	}
-	m.waitingUntil = t
 }
 
 // waitForCleanup polls PodCleanedUp until it is true or the timeout
@@ -130,11 +116,4 @@ func (m *Manager) waitForCleanup(ctx context.Context, pod *v1.Pod) bool {
 // wait for an evicted pod's cleanup is in progress, while a Trigger is not
 // yet taken, or when Run is not running. A test on a fake clock waits until
 // ok before stepping the clock to next.
-func (m *Manager) NextPass() (next time.Time, ok bool) {
-	m.waitMu.Lock()
-	defer m.waitMu.Unlock()
-	if m.waitingUntil.IsZero() || m.woken {
-		return time.Time{}, false
-	}
-	return m.waitingUntil, true
-}
+func (m *Manager) NextPass() (next time.Time, ok bool) { return m.parked.Next() }

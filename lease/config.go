@@ -19,8 +19,8 @@ const (
 	DefaultNamespace = "kube-node-lease"
 	// DefaultLeaseDuration is the kubelet's nodeLeaseDurationSeconds.
 	DefaultLeaseDuration = 40 * time.Second
-	// DefaultJitterFactor is the jitter upstream adds to each renew period.
-	DefaultJitterFactor = 0.04
+	// DefaultRenewJitter is the jitter upstream adds to each renew period.
+	DefaultRenewJitter = 0.04
 	// DefaultMaxUpdateAttempts is how many updates one renewal may try.
 	DefaultMaxUpdateAttempts = 5
 	// DefaultBackoffInitial is the first retry delay after a failed renewal.
@@ -68,9 +68,9 @@ type Config struct {
 	// RenewInterval is the period between renewals; default LeaseDuration/4
 	// (10s). It must be shorter than LeaseDuration.
 	RenewInterval time.Duration
-	// JitterFactor stretches each renew period by up to this fraction, at
+	// RenewJitter stretches each renew period by up to this fraction, at
 	// random; default 0.04 like upstream. Negative disables jitter.
-	JitterFactor float64
+	RenewJitter float64
 	// Rand returns a float in [0, 1) for jitter; default math/rand/v2.
 	// Must be safe for concurrent use.
 	Rand func() float64
@@ -148,11 +148,11 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.RenewInterval < 0 || cfg.RenewInterval >= cfg.LeaseDuration {
 		return cfg, fmt.Errorf("%w: RenewInterval %v must be positive and shorter than LeaseDuration %v", ErrInvalidConfig, cfg.RenewInterval, cfg.LeaseDuration)
 	}
-	if cfg.JitterFactor == 0 {
-		cfg.JitterFactor = DefaultJitterFactor
+	if cfg.RenewJitter == 0 {
+		cfg.RenewJitter = DefaultRenewJitter
 	}
-	if cfg.JitterFactor < 0 {
-		cfg.JitterFactor = 0
+	if cfg.RenewJitter < 0 {
+		cfg.RenewJitter = 0
 	}
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Float64

@@ -80,7 +80,7 @@ func (c *Controller) renewAndReschedule(ctx context.Context, e *entry, due time.
 	e.lease, e.lastLookup = st.lease, st.lastLookup
 	if err == nil {
 		e.failures = 0
-		e.due = end.Add(Jitter(c.cfg.RenewInterval, c.cfg.JitterFactor, c.cfg.Rand()))
+		e.due = end.Add(Jitter(c.cfg.RenewInterval, c.cfg.RenewJitter, c.cfg.Rand()))
 	} else {
 		e.failures++
 		e.due = end.Add(Backoff(e.failures, c.cfg.BackoffInitial, c.cfg.BackoffMax))

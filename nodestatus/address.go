@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -139,7 +140,7 @@ type addressSetter struct {
 	preferIPv4               bool
 }
 
-func (a *addressSetter) set(ctx context.Context, node *v1.Node) error {
+func (a *addressSetter) set(ctx context.Context, _ time.Time, node *v1.Node) error {
 	if a.primarySet {
 		if err := a.cfg.ValidateIP(a.primary); err != nil {
 			return fmt.Errorf("failed to validate nodeIP: %w", err)

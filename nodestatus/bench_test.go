@@ -40,14 +40,14 @@ func benchSetters(b *testing.B, clk *clocktesting.FakeClock) []Setter {
 	bl.Add(RuntimeHandlers(func() []v1.NodeRuntimeHandler { return []v1.NodeRuntimeHandler{{Name: "runc"}} }))
 	bl.Add(NodeFeatures(func() *v1.NodeFeatures { return nil }))
 	no := func() bool { return false }
-	bl.Add(MemoryPressureCondition(clk, no, nil))
-	bl.Add(DiskPressureCondition(clk, no, nil))
-	bl.Add(PIDPressureCondition(clk, no, nil))
+	bl.Add(MemoryPressureCondition(no, nil))
+	bl.Add(DiskPressureCondition(no, nil))
+	bl.Add(PIDPressureCondition(no, nil))
 	bl.Add(VolumesInUse(func() bool { return true }, func() []v1.UniqueVolumeName { return nil }))
 	for range 7 { // host-specific extras, e.g. annotations from plugins
-		bl.Add(func(context.Context, *v1.Node) error { return nil }, nil)
+		bl.Add(func(context.Context, time.Time, *v1.Node) error { return nil }, nil)
 	}
-	bl.Add(ReadyCondition(ReadyConfig{Clock: clk}))
+	bl.Add(ReadyCondition(ReadyConfig{}))
 	s, err := bl.Setters()
 	if err != nil || len(s) != 20 {
 		b.Fatal(len(s), err)
@@ -86,7 +86,7 @@ func BenchmarkStatusPatch(b *testing.B) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	node := &v1.Node{}
 	node.Name = "n1"
-	if err := Apply(context.Background(), node, benchSetters(b, clk)); err != nil {
+	if err := Apply(context.Background(), clk.Now(), node, benchSetters(b, clk)); err != nil {
 		b.Fatal(err)
 	}
 	flipped := node.DeepCopy()

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 )
 
 // conditionText is what a condition says in one of its two states.
@@ -65,16 +65,13 @@ func setCondition(node *v1.Node, c v1.NodeCondition) {
 // conditions: True with the "insufficient" text under pressure, False
 // otherwise; heartbeat refreshed every time, transition time and event
 // only on a flip.
-func pressureCondition(name string, t v1.NodeConditionType, clk clock.PassiveClock, pressure func() bool, rec Recorder, yes, no conditionText) (Setter, error) {
+func pressureCondition(name string, t v1.NodeConditionType, pressure func() bool, rec Recorder, yes, no conditionText) (Setter, error) {
 	if pressure == nil {
 		return nil, invalid("%s: pressure func is required", name)
 	}
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
 	var flips flipTracker
-	return func(ctx context.Context, node *v1.Node) error {
-		now := metav1.NewTime(clk.Now())
+	return func(ctx context.Context, at time.Time, node *v1.Node) error {
+		now := metav1.NewTime(at)
 		status, text := v1.ConditionFalse, no
 		if pressure() {
 			status, text = v1.ConditionTrue, yes
@@ -98,23 +95,23 @@ func pressureCondition(name string, t v1.NodeConditionType, clk clock.PassiveClo
 
 // MemoryPressureCondition returns the setter of the MemoryPressure condition
 // (pressure is typically the eviction manager's IsUnderMemoryPressure).
-// clk may be nil (real clock); rec may be nil.
-func MemoryPressureCondition(clk clock.PassiveClock, pressure func() bool, rec Recorder) (Setter, error) {
-	return pressureCondition("MemoryPressureCondition", v1.NodeMemoryPressure, clk, pressure, rec,
+// rec may be nil.
+func MemoryPressureCondition(pressure func() bool, rec Recorder) (Setter, error) {
+	return pressureCondition("MemoryPressureCondition", v1.NodeMemoryPressure, pressure, rec,
 		conditionText{"KubeletHasInsufficientMemory", "kubelet has insufficient memory available", "NodeHasInsufficientMemory"},
 		conditionText{"KubeletHasSufficientMemory", "kubelet has sufficient memory available", "NodeHasSufficientMemory"})
 }
 
 // DiskPressureCondition returns the setter of the DiskPressure condition.
-func DiskPressureCondition(clk clock.PassiveClock, pressure func() bool, rec Recorder) (Setter, error) {
-	return pressureCondition("DiskPressureCondition", v1.NodeDiskPressure, clk, pressure, rec,
+func DiskPressureCondition(pressure func() bool, rec Recorder) (Setter, error) {
+	return pressureCondition("DiskPressureCondition", v1.NodeDiskPressure, pressure, rec,
 		conditionText{"KubeletHasDiskPressure", "kubelet has disk pressure", "NodeHasDiskPressure"},
 		conditionText{"KubeletHasNoDiskPressure", "kubelet has no disk pressure", "NodeHasNoDiskPressure"})
 }
 
 // PIDPressureCondition returns the setter of the PIDPressure condition.
-func PIDPressureCondition(clk clock.PassiveClock, pressure func() bool, rec Recorder) (Setter, error) {
-	return pressureCondition("PIDPressureCondition", v1.NodePIDPressure, clk, pressure, rec,
+func PIDPressureCondition(pressure func() bool, rec Recorder) (Setter, error) {
+	return pressureCondition("PIDPressureCondition", v1.NodePIDPressure, pressure, rec,
 		conditionText{"KubeletHasInsufficientPID", "kubelet has insufficient PID available", "NodeHasInsufficientPID"},
 		conditionText{"KubeletHasSufficientPID", "kubelet has sufficient PID available", "NodeHasSufficientPID"})
 }
@@ -122,8 +119,6 @@ func PIDPressureCondition(clk clock.PassiveClock, pressure func() bool, rec Reco
 // ReadyConfig configures ReadyCondition. Every error func is optional; a
 // nil one reports no error. Each is called once per computation.
 type ReadyConfig struct {
-	// Clock stamps heartbeat and transition times. Default real clock.
-	Clock clock.PassiveClock
 	// RuntimeErrors reports the container runtime's health (e.g. "container
 	// runtime is down", PLEG unhealthy).
 	RuntimeErrors func() error
@@ -151,16 +146,13 @@ type ReadyConfig struct {
 // aggregated in the message. The Ready condition is always moved last
 // (older API clients read the last condition).
 func ReadyCondition(cfg ReadyConfig) (Setter, error) {
-	if cfg.Clock == nil {
-		cfg.Clock = clock.RealClock{}
-	}
 	required := []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourcePods}
 	if !cfg.IgnoreEphemeralStorage {
 		required = append(required, v1.ResourceEphemeralStorage)
 	}
 	var flips flipTracker
-	return func(ctx context.Context, node *v1.Node) error {
-		now := metav1.NewTime(cfg.Clock.Now())
+	return func(ctx context.Context, at time.Time, node *v1.Node) error {
+		now := metav1.NewTime(at)
 		c := v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady",
 			Message: "kubelet is posting ready status", LastHeartbeatTime: now}
 		if msg := readyErrors(cfg, node, required); msg != "" {

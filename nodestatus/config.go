@@ -22,6 +22,9 @@ const (
 	DefaultFastUpdateInterval = 100 * time.Millisecond
 	// DefaultNodeReadyGracePeriod bounds the fast start-up path.
 	DefaultNodeReadyGracePeriod = 120 * time.Second
+	// DefaultReportJitter is the kubelet's spread of the next report after a
+	// change: ±50% of ReportFrequency.
+	DefaultReportJitter = 0.5
 	// UpdateRetries is how many tries one status update makes.
 	UpdateRetries = 5
 )
@@ -90,9 +93,23 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Clock drives every period, backoff and timeout. Default real clock.
 	Clock clock.WithTicker
-	// Rand returns a float in [0,1) for the report jitter. Default
-	// math/rand/v2.Float64.
+	// ReportJitter spreads the next unforced report after a change over
+	// ReportFrequency·(1 ± ReportJitter); default 0.5 like the kubelet.
+	// Negative disables jitter (reports exactly every ReportFrequency).
+	ReportJitter float64
+	// Rand returns a float in [0,1) that picks the point in the jitter
+	// window (0: its start, ReportFrequency·(1−ReportJitter)). Default
+	// math/rand/v2.Float64. To turn jitter off, set ReportJitter negative.
 	Rand func() float64
+	// OnRegistered is called, synchronously, with a copy of the Node once
+	// it is registered (created, or found already there) and again if it
+	// was recreated with a new UID. A lease controller's SetNodeUID fits:
+	//
+	//	OnRegistered: func(n *v1.Node) { leases.SetNodeUID(n.Name, n.UID) }
+	//
+	// so the Lease gets its owner reference at once instead of after a
+	// lookup retry. It must not block.
+	OnRegistered func(node *v1.Node)
 	// OnRepeatedFailure is called, synchronously, for the second and later
 	// failed tries of one update (the kubelet closes its connections
 	// there). It must not block.
@@ -133,6 +150,14 @@ func (c *Config) defaults() error {
 	}
 	if c.Rand == nil {
 		c.Rand = rand.Float64
+	}
+	switch {
+	case c.ReportJitter == 0:
+		c.ReportJitter = DefaultReportJitter
+	case c.ReportJitter < 0:
+		c.ReportJitter = 0
+	case c.ReportJitter >= 1:
+		return invalid("ReportJitter %v must be below 1", c.ReportJitter)
 	}
 	return nil
 }

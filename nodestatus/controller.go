@@ -6,7 +6,6 @@ import (
 	"fmt"
 	goruntime "runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodekit/nodekit/internal/clockctx"
+	"github.com/nodekit/nodekit/internal/parking"
 )
 
 // ErrSetters is wrapped by the error Sync returns when the status was
@@ -35,7 +35,7 @@ type Controller struct {
 	ready      bool          // the last reported Ready condition was True
 
 	trigger chan struct{}
-	due     atomic.Int64 // UnixNano of Run's next sync while it waits, 0 otherwise
+	parked  parking.State // Run's waiting state, for NextSync
 }
 
 // New validates cfg and returns a Controller.
@@ -108,15 +108,15 @@ func (c *Controller) tryUpdate(ctx context.Context, try int) (bool, error, error
 	}
 	node := original.DeepCopy()
 	labelsFixed := ensureOSLabels(node)
-	setErr := Apply(ctx, node, c.cfg.Setters)
 	now := c.cfg.Clock.Now()
+	setErr := Apply(ctx, now, node, c.cfg.Setters)
 	changed := labelsFixed || StatusChanged(&original.Status, &node.Status)
 	if !changed && now.Sub(c.lastReport) < c.cfg.ReportFrequency+c.delay {
 		c.last, c.ready = original, isReady(original)
 		return false, setErr, nil
 	}
 	if changed || c.lastReport.IsZero() {
-		c.delay = time.Duration(float64(c.cfg.ReportFrequency) * (c.cfg.Rand() - 0.5))
+		c.delay = c.reportJitter()
 	} else {
 		c.delay = 0
 	}
@@ -185,6 +185,7 @@ func (c *Controller) Node() *v1.Node {
 // e.g. when the runtime turns ready or pressure changes. It never blocks;
 // triggers before the pass coalesce.
 func (c *Controller) Trigger() {
+	c.parked.Wake()
 	select {
 	case c.trigger <- struct{}{}:
 	default:
@@ -195,4 +196,10 @@ func (c *Controller) Trigger() {
 // clock.
 func (c *Controller) requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return clockctx.WithTimeout(ctx, c.cfg.Clock, c.cfg.RequestTimeout)
+}
+
+// reportJitter is the offset of the next unforced report after a change:
+// ReportFrequency·ReportJitter·(2r−1), r from Rand.
+func (c *Controller) reportJitter() time.Duration {
+	return time.Duration(float64(c.cfg.ReportFrequency) * c.cfg.ReportJitter * (2*c.cfg.Rand() - 1))
 }

@@ -3,6 +3,7 @@ package nodestatus
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -50,8 +52,8 @@ func newAgent(t *testing.T, mutate func(*Config), objs ...runtime.Object) *agent
 		Capacity: func() v1.ResourceList { return v1.ResourceList{v1.ResourceEphemeralStorage: q("10Gi")} },
 	}))
 	b.Add(GoRuntime(), nil)
-	b.Add(MemoryPressureCondition(a.clk, a.pressure.Load, rec))
-	b.Add(ReadyCondition(ReadyConfig{Clock: a.clk, Recorder: rec, RuntimeErrors: func() error {
+	b.Add(MemoryPressureCondition(a.pressure.Load, rec))
+	b.Add(ReadyCondition(ReadyConfig{Recorder: rec, RuntimeErrors: func() error {
 		if a.down.Load() {
 			return errors.New("container runtime is down")
 		}
@@ -60,7 +62,7 @@ func newAgent(t *testing.T, mutate func(*Config), objs ...runtime.Object) *agent
 	setters, err := b.Setters()
 	require.NoError(t, err)
 	cfg := Config{Client: a.cs.CoreV1(), NodeName: "n1", Setters: setters, Clock: a.clk,
-		Rand: func() float64 { return 0.5 }, Labels: map[string]string{"role": "edge"},
+		ReportJitter: -1, Labels: map[string]string{"role": "edge"},
 		Taints: []v1.Taint{{Key: "k", Effect: v1.TaintEffectNoSchedule}}}
 	if mutate != nil {
 		mutate(&cfg)
@@ -157,7 +159,7 @@ func TestReportJitter(t *testing.T) {
 		rand float64
 		want time.Duration
 	}{{0, 150 * time.Second}, {0.99, 450 * time.Second}} {
-		a := newAgent(t, func(c *Config) { c.Rand = func() float64 { return tc.rand } })
+		a := newAgent(t, func(c *Config) { c.ReportJitter, c.Rand = DefaultReportJitter, func() float64 { return tc.rand } })
 		ctx := context.Background()
 		_, err := a.ctl.Sync(ctx)
 		require.NoError(t, err)
@@ -270,10 +272,21 @@ func TestRetriesReadFromServerAndRecover(t *testing.T) {
 }
 
 func TestReRegisterAfterDeletion(t *testing.T) {
-	a := newAgent(t, nil)
+	var registered []types.UID
+	a := newAgent(t, func(c *Config) { c.OnRegistered = func(n *v1.Node) { registered = append(registered, n.UID) } })
+	creates := 0
+	a.cs.PrependReactor("create", "nodes", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		creates++
+		action.(k8stesting.CreateAction).GetObject().(*v1.Node).UID = types.UID(fmt.Sprint("uid-", creates))
+		return false, nil, nil
+	})
 	ctx := context.Background()
 	_, err := a.ctl.Sync(ctx)
 	require.NoError(t, err)
+	a.clk.Step(10 * time.Second)
+	_, err = a.ctl.Sync(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []types.UID{"uid-1"}, registered, "OnRegistered hears of the new Node once")
 	require.NoError(t, a.cs.CoreV1().Nodes().Delete(ctx, "n1", metav1.DeleteOptions{}))
 	a.pressure.Store(true) // something to report
 	a.clk.Step(10 * time.Second)
@@ -285,6 +298,7 @@ func TestReRegisterAfterDeletion(t *testing.T) {
 	require.True(t, res.Registered)
 	require.Equal(t, []string{"create"}, a.verbs())
 	require.Equal(t, v1.ConditionTrue, findCondition(a.server(t), v1.NodeMemoryPressure).Status)
+	require.Equal(t, []types.UID{"uid-1", "uid-2"}, registered, "and again for the recreated Node")
 }
 
 type listerFunc func(string) (*v1.Node, error)
@@ -322,7 +336,7 @@ func TestRunFastReadyAndClean(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.ctl.Run(ctx) }()
-	require.Eventually(t, func() bool { return !a.ctl.NextSync().IsZero() && a.ctl.Node() != nil }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return a.ctl.nextOK() && a.ctl.Node() != nil }, 5*time.Second, time.Millisecond)
 	require.False(t, isReady(a.server(t)))
 
 	// The runtime comes up: Ready is reported within one fast interval.
@@ -332,12 +346,14 @@ func TestRunFastReadyAndClean(t *testing.T) {
 	require.Eventually(t, func() bool { return isReady(a.server(t)) }, 5*time.Second, time.Millisecond)
 
 	// Back on the 10s period: 100ms steps do nothing; Trigger syncs at once.
-	require.Eventually(t, func() bool { return !a.ctl.NextSync().IsZero() }, 5*time.Second, time.Millisecond)
-	require.Equal(t, a.clk.Now().Add(DefaultUpdateFrequency), a.ctl.NextSync())
+	require.Eventually(t, func() bool { return a.ctl.nextOK() }, 5*time.Second, time.Millisecond)
+	next, _ := a.ctl.NextSync()
+	require.Equal(t, a.clk.Now().Add(DefaultUpdateFrequency), next)
 	a.verbs()
 	a.clk.Step(DefaultFastUpdateInterval)
 	a.pressure.Store(true)
 	a.ctl.Trigger()
+	require.False(t, a.ctl.nextOK(), "a trigger not yet taken means Run is not waiting")
 	require.Eventually(t, func() bool {
 		c := findCondition(a.server(t), v1.NodeMemoryPressure)
 		return c != nil && c.Status == v1.ConditionTrue
@@ -366,7 +382,7 @@ func TestRunRegistrationBackoff(t *testing.T) {
 	go func() { done <- a.ctl.Run(ctx) }()
 	for i, d := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond} {
 		want := int32(i + 1)
-		require.Eventually(t, func() bool { return creates.Load() == want && !a.ctl.NextSync().IsZero() }, 5*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return creates.Load() == want && a.ctl.nextOK() }, 5*time.Second, time.Millisecond)
 		a.clk.Step(d - time.Millisecond)
 		require.Equal(t, want, creates.Load(), "no attempt before the backoff")
 		a.clk.Step(time.Millisecond)
@@ -375,3 +391,21 @@ func TestRunRegistrationBackoff(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 }
+
+func TestReportJitterConvention(t *testing.T) {
+	mk := func(jitter float64, r float64) *Controller {
+		c, err := New(Config{Client: fake.NewClientset().CoreV1(), NodeName: "n1", ReportJitter: jitter,
+			Rand: func() float64 { return r }})
+		require.NoError(t, err)
+		return c
+	}
+	require.Equal(t, -DefaultReportFrequency/2, mk(0, 0).reportJitter(), "default ±50%: Rand 0 is the window's start")
+	require.Equal(t, time.Duration(0), mk(0, 0.5).reportJitter())
+	require.Equal(t, time.Duration(0), mk(-1, 0).reportJitter(), "negative disables jitter whatever Rand says")
+	require.Equal(t, time.Duration(0), mk(-1, 0.99).reportJitter())
+	require.Equal(t, -DefaultReportFrequency/10, mk(0.1, 0).reportJitter())
+	_, err := New(Config{Client: fake.NewClientset().CoreV1(), NodeName: "n1", ReportJitter: 1})
+	require.ErrorIs(t, err, ErrInvalidConfig)
+}
+
+func (c *Controller) nextOK() bool { _, ok := c.NextSync(); return ok }

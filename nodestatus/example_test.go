@@ -28,7 +28,7 @@ func Example() {
 		// ephemeral-storage through Capacity.
 	}))
 	b.Add(nodestatus.GoRuntime(), nil)
-	b.Add(nodestatus.MemoryPressureCondition(nil, underMemoryPressure, nil))
+	b.Add(nodestatus.MemoryPressureCondition(underMemoryPressure, nil))
 	b.Add(nodestatus.ReadyCondition(nodestatus.ReadyConfig{RuntimeErrors: runtimeErrors, IgnoreEphemeralStorage: true}))
 	setters, err := b.Setters()
 	if err != nil {

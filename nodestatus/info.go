@@ -10,6 +10,7 @@ import (
 	goruntime "runtime"
 	"slices"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -43,7 +44,7 @@ func VersionInfo(cfg VersionConfig) (Setter, error) {
 	if cfg.KubeletVersion == "" {
 		cfg.KubeletVersion = DefaultKubeletVersion
 	}
-	return func(ctx context.Context, node *v1.Node) error {
+	return func(ctx context.Context, _ time.Time, node *v1.Node) error {
 		kernel, osImage, err := cfg.Host()
 		if err != nil {
 			return fmt.Errorf("error getting version info: %w", err)
@@ -90,7 +91,7 @@ func DaemonEndpoints(kubeletPort int32) (Setter, error) {
 	if kubeletPort < 0 || kubeletPort > 65535 {
 		return nil, invalid("DaemonEndpoints: port %d out of range", kubeletPort)
 	}
-	return func(_ context.Context, node *v1.Node) error {
+	return func(_ context.Context, _ time.Time, node *v1.Node) error {
 		node.Status.DaemonEndpoints.KubeletEndpoint.Port = kubeletPort
 		return nil
 	}, nil
@@ -99,7 +100,7 @@ func DaemonEndpoints(kubeletPort int32) (Setter, error) {
 // GoRuntime returns the setter of operatingSystem and architecture
 // (GOOS, GOARCH).
 func GoRuntime() Setter {
-	return func(_ context.Context, node *v1.Node) error {
+	return func(_ context.Context, _ time.Time, node *v1.Node) error {
 		node.Status.NodeInfo.OperatingSystem = goruntime.GOOS
 		node.Status.NodeInfo.Architecture = goruntime.GOARCH
 		return nil
@@ -135,7 +136,7 @@ func Images(maxImages int, list func(ctx context.Context) ([]Image, error)) (Set
 	if maxImages == 0 {
 		maxImages = DefaultMaxImages
 	}
-	return func(ctx context.Context, node *v1.Node) error {
+	return func(ctx context.Context, _ time.Time, node *v1.Node) error {
 		images, err := list(ctx)
 		if err != nil {
 			node.Status.Images = nil
@@ -172,7 +173,7 @@ func RuntimeHandlers(list func() []v1.NodeRuntimeHandler) (Setter, error) {
 	if list == nil {
 		return nil, invalid("RuntimeHandlers: list func is required")
 	}
-	return func(_ context.Context, node *v1.Node) error {
+	return func(_ context.Context, _ time.Time, node *v1.Node) error {
 		if hs := list(); hs != nil {
 			node.Status.RuntimeHandlers = hs
 		}
@@ -187,7 +188,7 @@ func NodeFeatures(get func() *v1.NodeFeatures) (Setter, error) {
 	if get == nil {
 		return nil, invalid("NodeFeatures: func is required")
 	}
-	return func(_ context.Context, node *v1.Node) error {
+	return func(_ context.Context, _ time.Time, node *v1.Node) error {
 		if f := get(); f != nil {
 			node.Status.Features = f
 		}
@@ -202,7 +203,7 @@ func VolumesInUse(synced func() bool, inUse func() []v1.UniqueVolumeName) (Sette
 	if synced == nil || inUse == nil {
 		return nil, invalid("VolumesInUse: synced and inUse funcs are required")
 	}
-	return func(_ context.Context, node *v1.Node) error {
+	return func(_ context.Context, _ time.Time, node *v1.Node) error {
 		if synced() {
 			node.Status.VolumesInUse = inUse()
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	cadvisorapi "github.com/google/cadvisor/info/v1"
 	v1 "k8s.io/api/core/v1"
@@ -67,7 +68,7 @@ type machineSetter struct {
 	rebootOnce sync.Once
 }
 
-func (m *machineSetter) set(ctx context.Context, node *v1.Node) error {
+func (m *machineSetter) set(ctx context.Context, _ time.Time, node *v1.Node) error {
 	if node.Status.Capacity == nil {
 		node.Status.Capacity = v1.ResourceList{}
 	}

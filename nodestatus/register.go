@@ -5,7 +5,6 @@ import (
 	"fmt"
 	goruntime "runtime"
 	"strings"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -56,7 +55,7 @@ func (c *Controller) InitialNode(ctx context.Context) (*v1.Node, error) {
 		node.Annotations = ann
 	}
 	node.Spec.ProviderID = c.cfg.ProviderID
-	err := Apply(ctx, node, c.cfg.Setters)
+	err := Apply(ctx, c.cfg.Clock.Now(), node, c.cfg.Setters)
 	return node, err
 }
 
@@ -87,7 +86,7 @@ func (c *Controller) register(ctx context.Context) error {
 		c.adopt(created)
 		// The create carried the full status: count it as a report.
 		c.lastReport = c.cfg.Clock.Now()
-		c.delay = time.Duration(float64(c.cfg.ReportFrequency) * (c.cfg.Rand() - 0.5))
+		c.delay = c.reportJitter()
 		c.ready = isReady(created)
 		return setErr
 	case apierrors.IsAlreadyExists(err), apierrors.IsForbidden(err):
@@ -119,9 +118,14 @@ func (c *Controller) register(ctx context.Context) error {
 }
 
 // adopt records a Node the server returned as registered and last known.
+// OnRegistered hears of it when the Node is new or its UID changed.
 func (c *Controller) adopt(node *v1.Node) {
+	first := !c.registered || c.last == nil || c.last.UID != node.UID
 	c.registered = true
 	c.last = node
+	if first && c.cfg.OnRegistered != nil {
+		c.cfg.OnRegistered(node.DeepCopy())
+	}
 }
 
 // reconcileNode brings an existing Node in line with the initial one: the

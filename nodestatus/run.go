@@ -56,29 +56,27 @@ func (c *Controller) isRegistered() bool {
 }
 
 // NextSync tells when Run will sync next, on Config.Clock, while it waits
-// for that moment; it returns the zero time while a sync is in progress or
-// Run is not running. A test on a fake clock waits for a non-zero NextSync
-// before stepping the clock: the fake clock also holds the timeouts of
-// requests in flight, so "the clock has waiters" does not mean Run waits.
-func (c *Controller) NextSync() time.Time {
-	if n := c.due.Load(); n != 0 {
-		return time.Unix(0, n)
-	}
-	return time.Time{}
-}
+// for that moment; ok is false while a sync is in progress, while a Trigger
+// is not yet taken, or when Run is not running. A test on a fake clock
+// waits until ok before stepping the clock: the fake clock also holds the
+// timeouts of requests in flight, so "the clock has waiters" does not mean
+// Run waits.
+func (c *Controller) NextSync() (next time.Time, ok bool) { return c.parked.Next() }
 
 // wait returns false if ctx ended, true after d or a Trigger.
 func (c *Controller) wait(ctx context.Context, d time.Duration) bool {
 	t := c.cfg.Clock.NewTimer(d)
 	defer t.Stop()
-	c.due.Store(c.cfg.Clock.Now().Add(d).UnixNano())
-	defer c.due.Store(0)
+	c.parked.Park(c.cfg.Clock.Now().Add(d), false, false)
 	select {
 	case <-ctx.Done():
+		c.parked.Park(time.Time{}, false, false)
 		return false
 	case <-t.C():
+		c.parked.Park(time.Time{}, false, false)
 		return true
 	case <-c.trigger:
+		c.parked.Park(time.Time{}, false, true)
 		return true
 	}
 }

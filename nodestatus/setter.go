@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -13,9 +14,12 @@ import (
 
 // Setter fills one part of a node: its status, and for a few setters its
 // labels or annotations. A setter works on the copy the caller hands it and
-// must not keep a reference to it. An error means the setter could not do
-// its whole job; what it did set stays set and the other setters still run.
-type Setter func(ctx context.Context, node *v1.Node) error
+// must not keep a reference to it. now is the time of the computation, on
+// the Controller's clock (one instant for every setter of one update): use
+// it for heartbeat and transition times, never a clock of your own. An error
+// means the setter could not do its whole job; what it did set stays set
+// and the other setters still run.
+type Setter func(ctx context.Context, now time.Time, node *v1.Node) error
 
 // Recorder receives the node events a setter emits (NodeReady,
 // NodeHasInsufficientMemory, Rebooted, ...). It is called synchronously from
@@ -43,13 +47,13 @@ func (r Recorder) statusEvent(ctx context.Context, node *v1.Node, eventType, rea
 	r.record(eventType, reason, fmt.Sprintf("Node %s status is now: %s", node.Name, reason))
 }
 
-// Apply runs every setter on node in order and returns the errors of those
-// that failed, joined. A failing setter never stops the others; each failure
-// is also logged.
-func Apply(ctx context.Context, node *v1.Node, setters []Setter) error {
+// Apply runs every setter on node in order, at now, and returns the errors
+// of those that failed, joined. A failing setter never stops the others;
+// each failure is also logged.
+func Apply(ctx context.Context, now time.Time, node *v1.Node, setters []Setter) error {
 	var errs []error
 	for i, set := range setters {
-		if err := set(ctx, node); err != nil {
+		if err := set(ctx, now, node); err != nil {
 			klog.FromContext(ctx).Error(err, "Failed to set some node status fields", "node", klog.KObj(node), "setter", i)
 			errs = append(errs, err)
 		}

@@ -91,7 +91,7 @@ func TestNodeAddress(t *testing.T) {
 			require.NoError(t, err)
 			node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
 			node.Status.Addresses = tc.existing
-			err = set(context.Background(), node)
+			err = set(context.Background(), time.Time{}, node)
 			if tc.wantErr != "" {
 				require.ErrorContains(t, err, tc.wantErr)
 				return
@@ -134,7 +134,7 @@ func TestMachineInfo(t *testing.T) {
 	require.NoError(t, err)
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
 	node.Status.Allocatable = v1.ResourceList{"example.com/gone": q("1")}
-	require.NoError(t, set(context.Background(), node))
+	require.NoError(t, set(context.Background(), time.Time{}, node))
 	c, a := node.Status.Capacity, node.Status.Allocatable
 	require.Equal(t, int64(4000), c.Cpu().MilliValue())
 	require.Equal(t, int64(8<<30), c.Memory().Value())
@@ -151,21 +151,21 @@ func TestMachineInfo(t *testing.T) {
 
 	// A new boot ID: one Rebooted event, however often the setter runs.
 	node.Status.NodeInfo.BootID = "boot0"
-	require.NoError(t, set(context.Background(), node))
+	require.NoError(t, set(context.Background(), time.Time{}, node))
 	node.Status.NodeInfo.BootID = "boot0"
-	require.NoError(t, set(context.Background(), node))
+	require.NoError(t, set(context.Background(), time.Time{}, node))
 	require.Equal(t, []event{{v1.EventTypeWarning, "Rebooted", "Node n1 has been rebooted, boot id: boot1"}}, evs)
 
 	// MaxPods wins over cores×podsPerCore when smaller; no podsPerCore → maxPods.
 	set, _ = MachineInfo(MachineConfig{Machine: machine(64, 1<<30), PodsPerCore: 10})
 	node = &v1.Node{}
-	require.NoError(t, set(context.Background(), node))
+	require.NoError(t, set(context.Background(), time.Time{}, node))
 	require.Equal(t, int64(110), node.Status.Capacity.Pods().Value())
 
 	// Machine unreadable: zero cpu/memory, error returned.
 	set, _ = MachineInfo(MachineConfig{Machine: func() (*cadvisorapi.MachineInfo, error) { return nil, errors.New("boom") }})
 	node = &v1.Node{}
-	require.ErrorContains(t, set(context.Background(), node), "boom")
+	require.ErrorContains(t, set(context.Background(), time.Time{}, node), "boom")
 	require.True(t, node.Status.Capacity.Cpu().IsZero())
 	require.Equal(t, int64(110), node.Status.Capacity.Pods().Value())
 }
@@ -181,7 +181,7 @@ func TestVersionAndMisc(t *testing.T) {
 	node := &v1.Node{}
 	//lint:ignore SA1019 a stale value the setter must clear
 	node.Status.NodeInfo.KubeProxyVersion = "v1.20.0"
-	require.NoError(t, set(context.Background(), node))
+	require.NoError(t, set(context.Background(), time.Time{}, node))
 	require.Equal(t, v1.NodeSystemInfo{KernelVersion: "6.1.0", OSImage: "Debian GNU/Linux 13",
 		ContainerRuntimeVersion: "containerd://Unknown", KubeletVersion: DefaultKubeletVersion}, node.Status.NodeInfo)
 
@@ -193,17 +193,17 @@ func TestVersionAndMisc(t *testing.T) {
 	_, err = DaemonEndpoints(70000)
 	require.ErrorIs(t, err, ErrInvalidConfig)
 	set, _ = DaemonEndpoints(10250)
-	require.NoError(t, set(context.Background(), node))
+	require.NoError(t, set(context.Background(), time.Time{}, node))
 	require.Equal(t, int32(10250), node.Status.DaemonEndpoints.KubeletEndpoint.Port)
 
 	_, err = VolumesInUse(nil, nil)
 	require.ErrorIs(t, err, ErrInvalidConfig)
 	synced := false
 	set, _ = VolumesInUse(func() bool { return synced }, func() []v1.UniqueVolumeName { return []v1.UniqueVolumeName{"vol"} })
-	require.NoError(t, set(context.Background(), node))
+	require.NoError(t, set(context.Background(), time.Time{}, node))
 	require.Nil(t, node.Status.VolumesInUse)
 	synced = true
-	require.NoError(t, set(context.Background(), node))
+	require.NoError(t, set(context.Background(), time.Time{}, node))
 	require.Equal(t, []v1.UniqueVolumeName{"vol"}, node.Status.VolumesInUse)
 }
 
@@ -219,7 +219,7 @@ func TestImages(t *testing.T) {
 	set, err := Images(0, func(context.Context) ([]Image, error) { return imgs, nil })
 	require.NoError(t, err)
 	node := &v1.Node{}
-	require.NoError(t, set(context.Background(), node))
+	require.NoError(t, set(context.Background(), time.Time{}, node))
 	require.Len(t, node.Status.Images, DefaultMaxImages)
 	require.Equal(t, int64(59), node.Status.Images[0].SizeBytes, "largest first")
 	require.Equal(t, int64(10), node.Status.Images[49].SizeBytes)
@@ -227,11 +227,11 @@ func TestImages(t *testing.T) {
 	require.Equal(t, int64(0), imgs[0].Size, "the caller's slice is not reordered")
 
 	set, _ = Images(-1, func(context.Context) ([]Image, error) { return imgs, nil })
-	require.NoError(t, set(context.Background(), node))
+	require.NoError(t, set(context.Background(), time.Time{}, node))
 	require.Len(t, node.Status.Images, 60)
 
 	set, _ = Images(0, func(context.Context) ([]Image, error) { return nil, errors.New("runtime down") })
-	require.ErrorContains(t, set(context.Background(), node), "error getting image list: runtime down")
+	require.ErrorContains(t, set(context.Background(), time.Time{}, node), "error getting image list: runtime down")
 	require.Nil(t, node.Status.Images)
 }
 
@@ -239,14 +239,14 @@ func TestPressureConditions(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	var evs []event
 	pressure := false
-	mem, err := MemoryPressureCondition(clk, func() bool { return pressure }, recorder(&evs))
+	mem, err := MemoryPressureCondition(func() bool { return pressure }, recorder(&evs))
 	require.NoError(t, err)
-	_, err = DiskPressureCondition(clk, nil, nil)
+	_, err = DiskPressureCondition(nil, nil)
 	require.ErrorIs(t, err, ErrInvalidConfig)
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
 	ctx := context.Background()
 
-	require.NoError(t, mem(ctx, node))
+	require.NoError(t, mem(ctx, clk.Now(), node))
 	c := node.Status.Conditions[0]
 	require.Equal(t, v1.NodeCondition{Type: v1.NodeMemoryPressure, Status: v1.ConditionFalse, Reason: "KubeletHasSufficientMemory",
 		Message: "kubelet has sufficient memory available", LastHeartbeatTime: metav1.NewTime(clk.Now()), LastTransitionTime: metav1.NewTime(clk.Now())}, c)
@@ -254,7 +254,7 @@ func TestPressureConditions(t *testing.T) {
 
 	// No flip: heartbeat moves, transition stays, no event.
 	clk.Step(10 * time.Second)
-	require.NoError(t, mem(ctx, node))
+	require.NoError(t, mem(ctx, clk.Now(), node))
 	require.Equal(t, time.Unix(1010, 0), node.Status.Conditions[0].LastHeartbeatTime.Time)
 	require.Equal(t, time.Unix(1000, 0), node.Status.Conditions[0].LastTransitionTime.Time)
 	require.Len(t, evs, 1)
@@ -265,12 +265,12 @@ func TestPressureConditions(t *testing.T) {
 	serverCopy := node.DeepCopy()
 	pressure = true
 	clk.Step(10 * time.Second)
-	require.NoError(t, mem(ctx, node))
+	require.NoError(t, mem(ctx, clk.Now(), node))
 	require.Equal(t, v1.ConditionTrue, node.Status.Conditions[0].Status)
 	require.Equal(t, "KubeletHasInsufficientMemory", node.Status.Conditions[0].Reason)
 	clk.Step(10 * time.Second)
 	retry := serverCopy.DeepCopy()
-	require.NoError(t, mem(ctx, retry))
+	require.NoError(t, mem(ctx, clk.Now(), retry))
 	require.Equal(t, time.Unix(1020, 0), retry.Status.Conditions[0].LastTransitionTime.Time)
 	require.Equal(t, time.Unix(1030, 0), retry.Status.Conditions[0].LastHeartbeatTime.Time)
 	require.Len(t, evs, 2)
@@ -278,14 +278,14 @@ func TestPressureConditions(t *testing.T) {
 
 	for _, mk := range []func(clk2 *clocktesting.FakeClock, p func() bool) (Setter, error){
 		func(c *clocktesting.FakeClock, p func() bool) (Setter, error) {
-			return DiskPressureCondition(c, p, nil)
+			return DiskPressureCondition(p, nil)
 		},
-		func(c *clocktesting.FakeClock, p func() bool) (Setter, error) { return PIDPressureCondition(c, p, nil) },
+		func(c *clocktesting.FakeClock, p func() bool) (Setter, error) { return PIDPressureCondition(p, nil) },
 	} {
 		s, err := mk(clk, func() bool { return true })
 		require.NoError(t, err)
 		n := &v1.Node{}
-		require.NoError(t, s(ctx, n))
+		require.NoError(t, s(ctx, clk.Now(), n))
 		require.Equal(t, v1.ConditionTrue, n.Status.Conditions[0].Status)
 	}
 }
@@ -294,7 +294,7 @@ func TestReadyCondition(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	var evs []event
 	var runtimeErr, netErr error
-	ready, err := ReadyCondition(ReadyConfig{Clock: clk,
+	ready, err := ReadyCondition(ReadyConfig{
 		RuntimeErrors: func() error { return runtimeErr },
 		NetworkErrors: func() error { return netErr },
 		Recorder:      recorder(&evs)})
@@ -303,7 +303,7 @@ func TestReadyCondition(t *testing.T) {
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
 	node.Status.Conditions = []v1.NodeCondition{{Type: "NetworkUnavailable", Status: v1.ConditionFalse}}
 
-	require.NoError(t, ready(ctx, node))
+	require.NoError(t, ready(ctx, clk.Now(), node))
 	c := node.Status.Conditions[1]
 	require.Equal(t, v1.ConditionFalse, c.Status)
 	require.Equal(t, "KubeletNotReady", c.Reason)
@@ -312,14 +312,14 @@ func TestReadyCondition(t *testing.T) {
 
 	node.Status.Capacity = v1.ResourceList{v1.ResourceCPU: q("1"), v1.ResourceMemory: q("1Gi"), v1.ResourcePods: q("110"), v1.ResourceEphemeralStorage: q("1Gi")}
 	runtimeErr, netErr = errors.New("container runtime is down"), errors.New("network plugin not ready")
-	require.NoError(t, ready(ctx, node))
+	require.NoError(t, ready(ctx, clk.Now(), node))
 	require.Equal(t, "[container runtime is down, network plugin not ready]", node.Status.Conditions[1].Message)
 
 	runtimeErr, netErr = nil, nil
 	clk.Step(time.Second)
 	// An external writer appended a condition after Ready: Ready moves last.
 	node.Status.Conditions = append(node.Status.Conditions, v1.NodeCondition{Type: "Custom", Status: v1.ConditionTrue})
-	require.NoError(t, ready(ctx, node))
+	require.NoError(t, ready(ctx, clk.Now(), node))
 	last := node.Status.Conditions[len(node.Status.Conditions)-1]
 	require.Equal(t, v1.NodeReady, last.Type)
 	require.Equal(t, v1.ConditionTrue, last.Status)
@@ -329,13 +329,13 @@ func TestReadyCondition(t *testing.T) {
 	require.Len(t, node.Status.Conditions, 3)
 
 	runtimeErr = errors.New("PLEG is not healthy")
-	require.NoError(t, ready(ctx, node))
+	require.NoError(t, ready(ctx, clk.Now(), node))
 	require.Equal(t, "NodeNotReady", evs[1].reason)
 
-	soft, _ := ReadyCondition(ReadyConfig{Clock: clk, IgnoreEphemeralStorage: true, SoftRequirements: func() error { return errors.New("swap on") }})
+	soft, _ := ReadyCondition(ReadyConfig{IgnoreEphemeralStorage: true, SoftRequirements: func() error { return errors.New("swap on") }})
 	n := &v1.Node{}
 	n.Status.Capacity = v1.ResourceList{v1.ResourceCPU: q("1"), v1.ResourceMemory: q("1Gi"), v1.ResourcePods: q("110")}
-	require.NoError(t, soft(ctx, n))
+	require.NoError(t, soft(ctx, clk.Now(), n))
 	require.Equal(t, "kubelet is posting ready status. WARNING: swap on", n.Status.Conditions[0].Message)
 }
 
@@ -350,11 +350,11 @@ func TestApplyAndBuilder(t *testing.T) {
 
 	ran := 0
 	setters := []Setter{
-		func(context.Context, *v1.Node) error { ran++; return errors.New("first broke") },
-		func(context.Context, *v1.Node) error { ran++; return nil },
-		func(context.Context, *v1.Node) error { ran++; return errors.New("third broke") },
+		func(context.Context, time.Time, *v1.Node) error { ran++; return errors.New("first broke") },
+		func(context.Context, time.Time, *v1.Node) error { ran++; return nil },
+		func(context.Context, time.Time, *v1.Node) error { ran++; return errors.New("third broke") },
 	}
-	err = Apply(context.Background(), &v1.Node{}, setters)
+	err = Apply(context.Background(), time.Time{}, &v1.Node{}, setters)
 	require.Equal(t, 3, ran, "a failing setter never stops the others")
 	require.ErrorContains(t, err, "first broke")
 	require.ErrorContains(t, err, "third broke")

@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+
+	"github.com/nodekit/nodekit/internal/parking"
 )
 
 // Generator is the pod lifecycle event generator. Relist and RelistPod are
@@ -38,12 +40,7 @@ type Generator struct {
 
 	streamUp atomic.Bool // evented mode: the event stream is connected
 	running  atomic.Bool
-	// waitMu guards waitingUntil, when the loop's timer fires while the
-	// loop waits (zero otherwise), and woken, a wake-up not yet taken
-	// (NextRelist).
-	waitMu       sync.Mutex
-	waitingUntil time.Time
-	woken        bool
+	parked parking.State // Run's waiting state, for NextRelist
 
 	reqMu    sync.Mutex
 	requests map[types.UID]time.Time // single-pod relists requested, with when
@@ -196,9 +193,7 @@ func (g *Generator) requestFull() {
 }
 
 func (g *Generator) signal() {
-	g.waitMu.Lock()
-	g.woken = true
-	g.waitMu.Unlock()
+	g.parked.Wake()
 	select {
 	case g.reqWake <- struct{}{}:
 	default:

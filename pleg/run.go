@@ -40,19 +40,19 @@ func (g *Generator) loop(ctx context.Context) {
 	defer timer.Stop()
 	due := g.clock.Now().Add(d)
 	for {
-		g.setWaiting(due, false)
+		g.parked.Park(due, false, false)
 		select {
 		case <-ctx.Done():
-			g.setWaiting(time.Time{}, false)
+			g.parked.Park(time.Time{}, false, false)
 			return
 		case <-timer.C():
-			g.setWaiting(time.Time{}, false)
+			g.parked.Park(time.Time{}, false, false)
 			g.relistLogged(ctx)
 			d = g.period()
 			timer.Reset(d)
 			due = g.clock.Now().Add(d)
 		case <-g.reqWake:
-			g.setWaiting(time.Time{}, true)
+			g.parked.Park(time.Time{}, false, true)
 			full, pods := g.takeRequests()
 			if full {
 				g.relistLogged(ctx)
@@ -65,32 +65,13 @@ func (g *Generator) loop(ctx context.Context) {
 	}
 }
 
-// setWaiting records that the loop waits until t (zero: it does not wait);
-// taken clears a wake-up the loop just took. A pending wake-up keeps the
-// loop from counting as waiting.
-func (g *Generator) setWaiting(t time.Time, taken bool) {
-	g.waitMu.Lock()
-	defer g.waitMu.Unlock()
-	if taken {
-		g.woken = false
-	}
-	g.waitingUntil = t
-}
-
 // NextRelist tells when Run's next periodic relist is due, on the
 // Generator's clock, while Run waits for it (or for a request); ok is false
 // while a relist is in progress or Run is not running. A test on a fake
 // clock waits until ok before stepping the clock to the returned time: the
 // fake clock also holds the timeouts of runtime calls in flight, so "the
 // clock has waiters" does not mean Run waits.
-func (g *Generator) NextRelist() (next time.Time, ok bool) {
-	g.waitMu.Lock()
-	defer g.waitMu.Unlock()
-	if g.waitingUntil.IsZero() || g.woken {
-		return time.Time{}, false
-	}
-	return g.waitingUntil, true
-}
+func (g *Generator) NextRelist() (next time.Time, ok bool) { return g.parked.Next() }
 
 // relistPods serves single-pod relist requests a full relist has not
 // already covered.

@@ -17,6 +17,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	utilio "k8s.io/utils/io"
+
+	"github.com/nodekit/nodekit/internal/parking"
 )
 
 // Defaults of the static pod sources.
@@ -57,7 +59,7 @@ type FileSourceConfig struct {
 type FileSource struct {
 	cfg    FileSourceConfig
 	files  map[string]*manifestFile
-	parked parking // Run's state for NextScan
+	parked parking.State // Run's state for NextScan
 }
 
 type manifestFile struct {
@@ -115,14 +117,14 @@ func (s *FileSource) Run(ctx context.Context, set SetFunc) error {
 	nextFull := started.Add(s.cfg.ResyncPeriod)
 	t := s.cfg.Clock.NewTicker(s.cfg.CheckPeriod)
 	defer t.Stop()
-	defer s.parked.park(time.Time{}, false, false)
+	defer s.parked.Park(time.Time{}, false, false)
 	for {
-		s.parked.park(tickAfter(started, s.cfg.Clock.Now(), s.cfg.CheckPeriod), false, false)
+		s.parked.Park(parking.TickAfter(started, s.cfg.Clock.Now(), s.cfg.CheckPeriod), false, false)
 		select {
 		case <-ctx.Done():
 			return nil
 		case now := <-t.C():
-			s.parked.park(time.Time{}, false, false)
+			s.parked.Park(time.Time{}, false, false)
 			full := !now.Before(nextFull)
 			if full {
 				nextFull = nextTick(nextFull, now, s.cfg.ResyncPeriod)
@@ -135,7 +137,7 @@ func (s *FileSource) Run(ctx context.Context, set SetFunc) error {
 // NextScan tells when Run next scans the directory, on Config.Clock, while
 // Run waits for it; ok is false while a scan runs or Run is not running. A
 // test on a fake clock waits until ok before stepping the clock to next.
-func (s *FileSource) NextScan() (next time.Time, ok bool) { return s.parked.next() }
+func (s *FileSource) NextScan() (next time.Time, ok bool) { return s.parked.Next() }
 
 // Scan is the synchronous core of the source: it stats the manifests and
 // re-reads those that changed (every one if full). It reports whether the

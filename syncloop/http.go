@@ -13,6 +13,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	utilio "k8s.io/utils/io"
+
+	"github.com/nodekit/nodekit/internal/parking"
 )
 
 // DefaultHTTPTimeout is upstream's timeout for reading the manifest URL.
@@ -48,7 +50,7 @@ type HTTPSource struct {
 	data        []byte
 	pods        []*v1.Pod
 	failureLogs int
-	parked      parking // Run's state for NextFetch
+	parked      parking.State // Run's state for NextFetch
 }
 
 // NewHTTPSource validates cfg and returns an HTTPSource.
@@ -85,7 +87,7 @@ func (s *HTTPSource) Run(ctx context.Context, set SetFunc) error {
 	started := s.cfg.Clock.Now()
 	t := s.cfg.Clock.NewTicker(s.cfg.Period)
 	defer t.Stop()
-	defer s.parked.park(time.Time{}, false, false)
+	defer s.parked.Park(time.Time{}, false, false)
 	for {
 		changed, err := s.Fetch(ctx)
 		switch {
@@ -104,12 +106,12 @@ func (s *HTTPSource) Run(ctx context.Context, set SetFunc) error {
 		if changed {
 			set(ctx, s.Pods())
 		}
-		s.parked.park(tickAfter(started, s.cfg.Clock.Now(), s.cfg.Period), false, false)
+		s.parked.Park(parking.TickAfter(started, s.cfg.Clock.Now(), s.cfg.Period), false, false)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C():
-			s.parked.park(time.Time{}, false, false)
+			s.parked.Park(time.Time{}, false, false)
 		}
 	}
 }
@@ -117,7 +119,7 @@ func (s *HTTPSource) Run(ctx context.Context, set SetFunc) error {
 // NextFetch tells when Run next fetches the URL, on Config.Clock, while
 // Run waits for it; ok is false while a fetch runs or Run is not running. A
 // test on a fake clock waits until ok before stepping the clock to next.
-func (s *HTTPSource) NextFetch() (next time.Time, ok bool) { return s.parked.next() }
+func (s *HTTPSource) NextFetch() (next time.Time, ok bool) { return s.parked.Next() }
 
 // Fetch is the synchronous core: one GET. It reports whether the pods
 // changed (including an empty body, which means no pods and makes the source

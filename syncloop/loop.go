@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodekit/nodekit/containerid"
+	"github.com/nodekit/nodekit/internal/parking"
 	"github.com/nodekit/nodekit/pleg"
 	"github.com/nodekit/nodekit/prober"
 )
@@ -26,8 +27,8 @@ type Loop struct {
 	merger  *merger
 	metrics *metrics
 	notify  chan struct{}
-	parked  parking      // Run's state for NextIteration; deaf while unhealthy
-	last    atomic.Int64 // unix nanoseconds of the last completed pass
+	parked  parking.State // Run's state for NextIteration; deaf while unhealthy
+	last    atomic.Int64  // unix nanoseconds of the last completed pass
 
 	mu      sync.Mutex // guards the mailboxes below
 	configQ []PodUpdate
@@ -86,7 +87,7 @@ func New(cfg Config) (*Loop, error) {
 }
 
 func (l *Loop) wake() {
-	l.parked.wake()
+	l.parked.Wake()
 	select {
 	case l.notify <- struct{}{}:
 	default:

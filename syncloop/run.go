@@ -46,18 +46,18 @@ func (l *Loop) Run(ctx context.Context) error {
 			notify = nil // input keeps queueing; check health after the backoff
 		}
 		t := l.cfg.Clock.NewTimer(wait)
-		l.parked.park(l.cfg.Clock.Now().Add(wait), notify == nil, false)
+		l.parked.Park(l.cfg.Clock.Now().Add(wait), notify == nil, false)
 		select {
 		case <-ctx.Done():
-			l.parked.park(time.Time{}, false, false)
+			l.parked.Park(time.Time{}, false, false)
 			t.Stop()
 			cancel()
 			wg.Wait()
 			return firstErr
 		case <-notify:
-			l.parked.park(time.Time{}, false, true)
+			l.parked.Park(time.Time{}, false, true)
 		case <-t.C():
-			l.parked.park(time.Time{}, false, false)
+			l.parked.Park(time.Time{}, false, false)
 		}
 		t.Stop()
 	}
@@ -71,4 +71,4 @@ func (l *Loop) Run(ctx context.Context) error {
 // queued input does not clear ok. A test on a fake clock waits until ok
 // before stepping the clock to next. The sources' own timers (file and
 // HTTP polling, the API server's reflector) are not included.
-func (l *Loop) NextIteration() (next time.Time, ok bool) { return l.parked.next() }
+func (l *Loop) NextIteration() (next time.Time, ok bool) { return l.parked.Next() }

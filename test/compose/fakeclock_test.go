@@ -78,16 +78,16 @@ func TestOneFakeClockDrivesEveryRun(t *testing.T) {
 
 	leases, err := lease.New(lease.Config{Client: cs.CoordinationV1(), NodeName: node, Clock: clk, Rand: func() float64 { return 0 }})
 	require.NoError(t, err)
-	ready, err := nodestatus.ReadyCondition(nodestatus.ReadyConfig{Clock: clk})
+	ready, err := nodestatus.ReadyCondition(nodestatus.ReadyConfig{})
 	require.NoError(t, err)
-	capacity := func(_ context.Context, n *v1.Node) error {
+	capacity := func(_ context.Context, _ time.Time, n *v1.Node) error {
 		n.Status.Capacity = v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("4Gi"),
 			v1.ResourcePods: resource.MustParse("110"), v1.ResourceEphemeralStorage: resource.MustParse("10Gi")}
 		n.Status.Allocatable = n.Status.Capacity.DeepCopy()
 		return nil
 	}
 	status, err := nodestatus.New(nodestatus.Config{Client: cs.CoreV1(), NodeName: node, Clock: clk,
-		Setters: []nodestatus.Setter{capacity, ready}, Rand: func() float64 { return 0.5 }})
+		Setters: []nodestatus.Setter{capacity, ready}, ReportJitter: -1})
 	require.NoError(t, err)
 	gen, err := pleg.New(pleg.Config{Runtime: rt, Clock: clk})
 	require.NoError(t, err)

@@ -41,8 +41,8 @@ func newStatusAgent(t testing.TB, nodes corev1client.NodesGetter, name string) *
 		},
 	}))
 	b.Add(nodestatus.GoRuntime(), nil)
-	b.Add(nodestatus.MemoryPressureCondition(a.clk, a.pressure.Load, nil))
-	b.Add(nodestatus.ReadyCondition(nodestatus.ReadyConfig{Clock: a.clk, RuntimeErrors: func() error {
+	b.Add(nodestatus.MemoryPressureCondition(a.pressure.Load, nil))
+	b.Add(nodestatus.ReadyCondition(nodestatus.ReadyConfig{RuntimeErrors: func() error {
 		if a.down.Load() {
 			return errors.New("container runtime is down")
 		}

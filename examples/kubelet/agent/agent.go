@@ -283,11 +283,13 @@ func (a *Agent) build(ctx context.Context) error {
 		return err
 	}
 	if a.client != nil {
-		if err := a.buildNodeStatus(ctx); err != nil {
+		// The lease gets its owner reference from the node status
+		// controller the moment the Node is registered (OnRegistered).
+		if a.lease, err = lease.New(lease.Config{Client: a.client.CoordinationV1(), NodeName: a.opts.NodeName,
+			Clock: a.opts.Clock, Registerer: a.registry}); err != nil {
 			return err
 		}
-		if a.lease, err = lease.New(lease.Config{Client: a.client.CoordinationV1(), NodeName: a.opts.NodeName,
-			NodeUID: lease.NodeUIDFromAPI(a.client.CoreV1()), Clock: a.opts.Clock, Registerer: a.registry}); err != nil {
+		if err := a.buildNodeStatus(ctx); err != nil {
 			return err
 		}
 	}

@@ -63,10 +63,10 @@ func (a *Agent) buildNodeStatus(ctx context.Context) error {
 	b.Add(nodestatus.DaemonEndpoints(int32(a.apiPort)))
 	b.Add(nodestatus.Images(0, a.listImages))
 	b.Add(nodestatus.GoRuntime(), nil)
-	b.Add(nodestatus.MemoryPressureCondition(clk, a.evict.IsUnderMemoryPressure, rec))
-	b.Add(nodestatus.DiskPressureCondition(clk, a.evict.IsUnderDiskPressure, rec))
-	b.Add(nodestatus.PIDPressureCondition(clk, a.evict.IsUnderPIDPressure, rec))
-	b.Add(nodestatus.ReadyCondition(nodestatus.ReadyConfig{Clock: clk, Recorder: rec,
+	b.Add(nodestatus.MemoryPressureCondition(a.evict.IsUnderMemoryPressure, rec))
+	b.Add(nodestatus.DiskPressureCondition(a.evict.IsUnderDiskPressure, rec))
+	b.Add(nodestatus.PIDPressureCondition(a.evict.IsUnderPIDPressure, rec))
+	b.Add(nodestatus.ReadyCondition(nodestatus.ReadyConfig{Recorder: rec,
 		RuntimeErrors: func() error { return a.runtimeErrors(ctx) },
 		NetworkErrors: func() error { return a.networkErrors(ctx) }}))
 	// After Ready, whose check refreshed the runtime's status.
@@ -80,7 +80,7 @@ func (a *Agent) buildNodeStatus(ctx context.Context) error {
 		return err
 	}
 	a.nodeStatus, err = nodestatus.New(nodestatus.Config{Client: a.client.CoreV1(), NodeName: a.opts.NodeName,
-		Setters: setters, Clock: clk})
+		Setters: setters, Clock: clk, OnRegistered: func(n *v1.Node) { a.lease.SetNodeUID(n.Name, n.UID) }})
 	return err
 }
 

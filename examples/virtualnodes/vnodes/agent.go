@@ -62,7 +62,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("vnodes: lease: %w", err)
 	}
 	for i, name := range cfg.Nodes {
-		n, err := newNode(&a.cfg, i, name, &a.apiPort)
+		n, err := newNode(&a.cfg, i, name, &a.apiPort, a.leases.SetNodeUID)
 		if err != nil {
 			return nil, err
 		}

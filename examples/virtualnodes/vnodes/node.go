@@ -10,6 +10,7 @@ import (
 	cadvisorapi "github.com/google/cadvisor/info/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodekit/nodekit/nodestatus"
 )
@@ -19,16 +20,15 @@ type node struct {
 	name string
 	ctl  *nodestatus.Controller
 	// Guarded by the status loop: due is the next sync, busy while a worker
-	// has it, uidSet once the lease controller knows the Node's UID.
-	due    time.Time
-	busy   bool
-	uidSet bool
+	// has it.
+	due  time.Time
+	busy bool
 }
 
 // newNode builds the nodestatus controller of the i-th node: fixed
 // capacity, Go runtime, the kubelet API's port, no pressure, Ready from the
 // provider's health.
-func newNode(cfg *Config, i int, name string, apiPort *atomic.Int32) (*node, error) {
+func newNode(cfg *Config, i int, name string, apiPort *atomic.Int32, setUID func(string, types.UID)) (*node, error) {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(name))
 	id := fmt.Sprintf("%016x", h.Sum64())
@@ -44,17 +44,17 @@ func newNode(cfg *Config, i int, name string, apiPort *atomic.Int32) (*node, err
 		Capacity: func() v1.ResourceList { return storage },
 	}))
 	b.Add(nodestatus.GoRuntime(), nil)
-	b.Add(func(_ context.Context, n *v1.Node) error {
+	b.Add(func(_ context.Context, _ time.Time, n *v1.Node) error {
 		n.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}, {Type: v1.NodeHostName, Address: name}}
 		n.Status.NodeInfo.KubeletVersion = nodestatus.DefaultKubeletVersion
 		n.Status.NodeInfo.ContainerRuntimeVersion = "virtual://nodekit"
 		n.Status.DaemonEndpoints.KubeletEndpoint.Port = apiPort.Load()
 		return nil
 	}, nil)
-	b.Add(nodestatus.MemoryPressureCondition(cfg.Clock, never, nil))
-	b.Add(nodestatus.DiskPressureCondition(cfg.Clock, never, nil))
-	b.Add(nodestatus.PIDPressureCondition(cfg.Clock, never, nil))
-	b.Add(nodestatus.ReadyCondition(nodestatus.ReadyConfig{Clock: cfg.Clock, RuntimeErrors: cfg.Provider.Healthy}))
+	b.Add(nodestatus.MemoryPressureCondition(never, nil))
+	b.Add(nodestatus.DiskPressureCondition(never, nil))
+	b.Add(nodestatus.PIDPressureCondition(never, nil))
+	b.Add(nodestatus.ReadyCondition(nodestatus.ReadyConfig{RuntimeErrors: cfg.Provider.Healthy}))
 	setters, err := b.Setters()
 	if err != nil {
 		return nil, fmt.Errorf("vnodes: node %s: %w", name, err)
@@ -65,7 +65,8 @@ func newNode(cfg *Config, i int, name string, apiPort *atomic.Int32) (*node, err
 	}
 	ctl, err := nodestatus.New(nodestatus.Config{Client: cfg.Client.CoreV1(), HeartbeatClient: cfg.HeartbeatClient.CoreV1(),
 		NodeName: name, Labels: labels, Taints: cfg.Taints, Setters: setters, DisableAttachDetachAnnotation: true,
-		UpdateFrequency: cfg.StatusUpdateFrequency, Clock: cfg.Clock})
+		UpdateFrequency: cfg.StatusUpdateFrequency, Clock: cfg.Clock,
+		OnRegistered: func(n *v1.Node) { setUID(n.Name, n.UID) }})
 	if err != nil {
 		return nil, fmt.Errorf("vnodes: node %s: %w", name, err)
 	}

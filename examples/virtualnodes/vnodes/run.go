@@ -217,12 +217,6 @@ func (a *Agent) statusWorker(ctx context.Context, work <-chan *node, done chan<-
 			case !n.reportedReady():
 				next = notReadySyncPeriod
 			}
-			if !n.uidSet {
-				if nd := n.ctl.Node(); nd != nil && nd.UID != "" {
-					a.leases.SetNodeUID(n.name, nd.UID)
-					n.uidSet = true
-				}
-			}
 			n.due = a.cfg.Clock.Now().Add(next)
 			done <- n // buffered for every node: never blocks
 		}
