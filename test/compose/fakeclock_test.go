@@ -19,17 +19,23 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critesting "k8s.io/cri-api/pkg/apis/testing"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	testclock "k8s.io/utils/clock/testing"
 
+	"github.com/nodekit/nodekit/eviction"
 	"github.com/nodekit/nodekit/lease"
 	"github.com/nodekit/nodekit/nodestatus"
 	"github.com/nodekit/nodekit/pleg"
 	"github.com/nodekit/nodekit/podworkers"
 	"github.com/nodekit/nodekit/prober"
+	"github.com/nodekit/nodekit/syncloop"
 )
 
 // countingSyncer counts pod syncs and tells whether one is in progress.
@@ -52,11 +58,54 @@ func (s *countingSyncer) SyncTerminatingRuntimePod(context.Context, *podworkers.
 }
 func (s *countingSyncer) SyncTerminatedPod(context.Context, *v1.Pod) error { return nil }
 
+// host is the smallest Handler over podworkers and prober, mapped as the
+// syncloop package documents.
+type host struct {
+	workers *podworkers.Workers
+	probes  *prober.Manager
+	pods    sync.Map // types.UID → *v1.Pod
+}
+
+func (h *host) update(ctx context.Context, typ podworkers.UpdateType, pods []*v1.Pod) {
+	for _, p := range pods {
+		h.pods.Store(p.UID, p)
+		_ = h.workers.UpdatePod(ctx, podworkers.Update{Type: typ, Pod: p})
+	}
+}
+func (h *host) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
+	h.update(ctx, podworkers.UpdateCreate, pods)
+	for _, p := range pods {
+		_ = h.probes.AddPod(p)
+	}
+}
+func (h *host) HandlePodUpdates(ctx context.Context, pods []*v1.Pod) {
+	h.update(ctx, podworkers.UpdateUpdate, pods)
+}
+func (h *host) HandlePodRemoves(ctx context.Context, pods []*v1.Pod) {
+	for _, p := range pods {
+		h.pods.Delete(p.UID)
+		_ = h.workers.UpdatePod(ctx, podworkers.Update{Type: podworkers.UpdateKill, Pod: p})
+	}
+}
+func (h *host) HandlePodReconcile(context.Context, []*v1.Pod) {}
+func (h *host) HandlePodSyncs(ctx context.Context, pods []*v1.Pod) {
+	h.update(ctx, podworkers.UpdateSync, pods)
+}
+func (h *host) HandlePodCleanups(ctx context.Context) error {
+	desired := sets.New[types.UID]()
+	h.pods.Range(func(k, _ any) bool { desired.Insert(k.(types.UID)); return true })
+	h.workers.SyncKnownPods(ctx, desired)
+	h.probes.CleanupPods(desired)
+	return nil
+}
+
 // The recipe: start every Run; then repeatedly wait until each block says
 // it waits (its Next… accessor is ok) and none waits for the present, and
 // step the clock to the earliest time any of them waits for. A block's
 // accessor, unlike "the clock has waiters", is not fooled by the request
-// timeouts its own work puts on the clock.
+// timeouts its own work puts on the clock. The PLEG and the prober deliver
+// into the sync loop through their Sink: no goroutine of the test's own
+// forwards anything.
 func TestOneFakeClockDrivesEveryRun(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -65,6 +114,10 @@ func TestOneFakeClockDrivesEveryRun(t *testing.T) {
 	defer cancel()
 	const node = "n1"
 	cs := fake.NewClientset()
+	cs.PrependReactor("create", "nodes", func(action k8stesting.Action) (bool, kruntime.Object, error) {
+		action.(k8stesting.CreateAction).GetObject().(*v1.Node).UID = "node-uid"
+		return false, nil, nil
+	})
 
 	rt := critesting.NewFakeRuntimeService()
 	uid := types.UID("pod-uid")
@@ -76,9 +129,30 @@ func TestOneFakeClockDrivesEveryRun(t *testing.T) {
 		Metadata: &runtimeapi.ContainerMetadata{Name: "app"}, State: runtimeapi.ContainerState_CONTAINER_RUNNING,
 		CreatedAt: start.UnixNano(), StartedAt: start.UnixNano(), Labels: labels}}})
 
-	leases, err := lease.New(lease.Config{Client: cs.CoordinationV1(), NodeName: node, Clock: clk, Rand: func() float64 { return 0 }})
+	// Built in dependency order: the loop first (the PLEG and the prober
+	// deliver into it), the generator's health reached through a closure.
+	syncer := &countingSyncer{}
+	var gen *pleg.Generator
+	workers, err := podworkers.New(podworkers.Config{Syncer: syncer,
+		StatusBarrier: func(ctx context.Context, uid types.UID, after time.Time) error {
+			return gen.Cache().WaitNewerThan(ctx, uid, after)
+		}, Clock: clk})
 	require.NoError(t, err)
-	ready, err := nodestatus.ReadyCondition(nodestatus.ReadyConfig{})
+	h := &host{workers: workers}
+	loop, err := syncloop.New(syncloop.Config{Handler: h, ExternalSources: []string{syncloop.APIServerSourceName},
+		RuntimeHealth: func() error { return gen.Healthy() }, PodsToSync: workers.DuePods, Clock: clk})
+	require.NoError(t, err)
+	gen, err = pleg.New(pleg.Config{Runtime: rt, RuntimeName: "fake", Sink: loop.HandlePLEGEvent, Clock: clk})
+	require.NoError(t, err)
+	var results atomic.Int32
+	probes, err := prober.New(prober.Config{Runner: rt, Clock: clk, Rand: func() float64 { return 0 },
+		Sink: func(pt prober.ProbeType, u prober.Update) { results.Add(1); loop.HandleProbeUpdate(pt, u) }})
+	require.NoError(t, err)
+	h.probes = probes
+
+	leases, err := lease.New(lease.Config{Client: cs.CoordinationV1(), NodeName: node, Clock: clk, RenewJitter: -1})
+	require.NoError(t, err)
+	ready, err := nodestatus.ReadyCondition(nodestatus.ReadyConfig{RuntimeErrors: gen.Healthy})
 	require.NoError(t, err)
 	capacity := func(_ context.Context, _ time.Time, n *v1.Node) error {
 		n.Status.Capacity = v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("4Gi"),
@@ -87,50 +161,46 @@ func TestOneFakeClockDrivesEveryRun(t *testing.T) {
 		return nil
 	}
 	status, err := nodestatus.New(nodestatus.Config{Client: cs.CoreV1(), NodeName: node, Clock: clk,
-		Setters: []nodestatus.Setter{capacity, ready}, ReportJitter: -1})
+		Setters: []nodestatus.Setter{capacity, ready}, ReportJitter: -1,
+		OnRegistered: func(n *v1.Node) { leases.SetNodeUID(n.Name, n.UID) }})
 	require.NoError(t, err)
-	gen, err := pleg.New(pleg.Config{Runtime: rt, Clock: clk})
-	require.NoError(t, err)
-	probes, err := prober.New(prober.Config{Runner: rt, Clock: clk, Rand: func() float64 { return 0 }})
-	require.NoError(t, err)
-	syncer := &countingSyncer{}
-	workers, err := podworkers.New(podworkers.Config{Syncer: syncer, StatusBarrier: gen.Cache().WaitNewerThan, Clock: clk})
+	summary := eviction.SummaryProviderFunc(func(context.Context) (*statsapi.Summary, error) {
+		avail, ws := uint64(3<<30), uint64(1<<30)
+		return &statsapi.Summary{Node: statsapi.NodeStats{NodeName: node,
+			Memory: &statsapi.MemoryStats{Time: metav1.NewTime(clk.Now()), AvailableBytes: &avail, WorkingSetBytes: &ws}}}, nil
+	})
+	evict, err := eviction.New(eviction.Config{Summary: summary, Clock: clk,
+		ActivePods: func() []*v1.Pod { return nil },
+		KillPod:    func(context.Context, *v1.Pod, int64, func(*v1.PodStatus)) error { return nil }})
 	require.NoError(t, err)
 
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: uid},
 		Spec: v1.PodSpec{NodeName: node, Containers: []v1.Container{{Name: "app", LivenessProbe: &v1.Probe{
 			ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}, PeriodSeconds: 10}}}}}
-	require.NoError(t, probes.AddPod(pod))
+	loop.Set(ctx, syncloop.APIServerSourceName, []*v1.Pod{pod})
 	probes.UpdatePodStatus(ctx, pod, &v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{{Name: "app", ContainerID: "fake://c1",
 		State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(start)}}}}})
 
+	// The host relists once before it starts the loops, so the runtime is
+	// healthy (and the node Ready) from the first instant; otherwise the
+	// loops' first passes race with the PLEG's first relist.
+	_, err = gen.Relist(ctx)
+	require.NoError(t, err)
+
 	var wg sync.WaitGroup
-	for _, run := range []func(context.Context) error{leases.Run, status.Run, gen.Run, probes.Run, workers.Run} {
+	for _, run := range []func(context.Context) error{leases.Run, status.Run, gen.Run, probes.Run, workers.Run, loop.Run, evict.Run} {
 		wg.Go(func() { assert.NoError(t, run(ctx)) })
 	}
 	defer wg.Wait()
 	defer cancel()
-	// Drain what the blocks report, as a host's sync loop would.
-	wg.Go(func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-gen.Events():
-			case <-probes.Updates(prober.Liveness):
-			}
-		}
-	})
-	require.NoError(t, workers.UpdatePod(ctx, podworkers.Update{Type: podworkers.UpdateCreate, Pod: pod}))
 
 	nexts := map[string]func() (time.Time, bool){
-		"lease": leases.NextDue,
-		"nodestatus": func() (time.Time, bool) {
-			n := status.NextSync()
-			return n, !n.IsZero()
-		},
-		"pleg":   gen.NextRelist,
-		"prober": probes.NextProbe,
+		"lease":      leases.NextDue,
+		"nodestatus": status.NextSync,
+		"pleg":       gen.NextRelist,
+		"prober":     probes.NextProbe,
+		"syncloop":   loop.NextIteration,
+		"eviction":   evict.NextPass,
 		"podworkers": func() (time.Time, bool) {
 			return time.Time{}, syncer.inSync.Load() == 0
 		},
@@ -171,8 +241,9 @@ func TestOneFakeClockDrivesEveryRun(t *testing.T) {
 	}
 	next()
 
-	// One minute of a node: relists every second, a lease renewal and a
-	// status sync every 10s, the probe every 10s from its first run.
+	// One minute of a node: relists and sync ticks every second, a lease
+	// renewal, a status sync and an eviction pass every 10s, the probe every
+	// 10s from its first run.
 	assert.Len(t, steps, 60, "one step per relist period: %v", steps)
 	for _, d := range steps {
 		assert.Equal(t, time.Second, d)
@@ -183,11 +254,16 @@ func TestOneFakeClockDrivesEveryRun(t *testing.T) {
 	}
 	renewal, _ := leases.NextRenewal(node)
 	at(70*time.Second, renewal, "lease renewed at 10s … 60s")
-	at(70*time.Second, status.NextSync(), "node status")
+	nextSync, _ := status.NextSync()
+	at(70*time.Second, nextSync, "node status")
 	relist, _ := gen.NextRelist()
 	at(61*time.Second, relist, "relist")
 	probe, _ := probes.NextProbe()
 	at(70*time.Second, probe, "probe")
+	iteration, _ := loop.NextIteration()
+	at(61*time.Second, iteration, "sync tick")
+	pass, _ := evict.NextPass()
+	at(70*time.Second, pass, "eviction pass")
 	execs := 0
 	for _, c := range rt.GetCalls() {
 		if c == "ExecSync" {
@@ -195,8 +271,14 @@ func TestOneFakeClockDrivesEveryRun(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 7, execs, "probed at 0s, 10s … 60s")
+	assert.Equal(t, int32(1), results.Load(), "one liveness result (Success), delivered through the sink")
 	assert.GreaterOrEqual(t, syncer.syncs.Load(), int32(1), "the pod synced once the PLEG was fresh")
 	l, err := cs.CoordinationV1().Leases("kube-node-lease").Get(ctx, node, metav1.GetOptions{})
 	require.NoError(t, err)
 	at(60*time.Second, l.Spec.RenewTime.Time, "lease renew time")
+	require.Len(t, l.OwnerReferences, 1, "the owner reference came from OnRegistered")
+	assert.Equal(t, types.UID("node-uid"), l.OwnerReferences[0].UID)
+	n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, v1.ConditionTrue, n.Status.Conditions[len(n.Status.Conditions)-1].Status, "Ready from the PLEG's health")
 }

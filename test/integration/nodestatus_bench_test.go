@@ -96,7 +96,7 @@ func (u *upstreamReporter) tick(ctx context.Context) error {
 		return err
 	}
 	node := orig.DeepCopy()
-	_ = nodestatus.Apply(ctx, node, u.setters)
+	_ = nodestatus.Apply(ctx, u.clk.Now(), node, u.setters)
 	if !nodestatus.StatusChanged(&orig.Status, &node.Status) && u.clk.Since(u.lastReport) < 5*time.Minute {
 		return nil
 	}
@@ -130,7 +130,7 @@ func (v *vkReporter) tick(ctx context.Context) error {
 		return err
 	}
 	want := server.DeepCopy()
-	_ = nodestatus.Apply(ctx, want, v.setters)
+	_ = nodestatus.Apply(ctx, v.clk.Now(), want, v.setters)
 	st, _ := json.Marshal(want.Status)
 	meta, _ := json.Marshal(metav1.ObjectMeta{Name: want.Name, Labels: want.Labels})
 	if want.Annotations == nil {
