@@ -26,7 +26,11 @@
 //   - The same loop polls podworkers' due pods every second and runs
 //     housekeeping (SyncKnownPods) every two, like the kubelet's sync loop.
 //     Providers that implement PodNotifier get a sync of a pod as soon as they
-//     report it changed.
+//     report it changed. This loop stands where syncloop and pleg stand in
+//     examples/kubelet: a provider has no CRI runtime to relist (its
+//     notifications are the evented PLEG), and syncloop's per-node sources
+//     would mean a watch or a snapshot diff per node where one shared
+//     informer serves all (see the README, "Why not syncloop and pleg").
 //   - Kubelet API (Config.API): one kubeletapi.Server in MultiNode mode for
 //     all nodes, whose port every node reports in
 //     status.daemonEndpoints. It lists the agent's pods with their latest
