@@ -40,6 +40,7 @@ type Loop struct {
 
 	// Loop-goroutine state (Iterate is not reentrant).
 	iterMu      sync.Mutex
+	indexMu     sync.RWMutex // guards index: the loop writes, PodByUID reads
 	index       map[types.UID]*v1.Pod
 	dispatched  map[string]bool
 	nextSync    time.Time
@@ -278,6 +279,8 @@ func (l *Loop) dispatchConfig(ctx context.Context) {
 // indexUpdate keeps the UID index of non-mirror pods, upstream's
 // podManager.GetPodByUID view.
 func (l *Loop) indexUpdate(u PodUpdate) {
+	l.indexMu.Lock()
+	defer l.indexMu.Unlock()
 	for _, p := range u.Pods {
 		if _, mirror := p.Annotations[ConfigMirrorAnnotationKey]; mirror {
 			continue
@@ -294,6 +297,18 @@ func (l *Loop) podByUID(uid types.UID) (*v1.Pod, bool) {
 	if l.cfg.PodByUID != nil {
 		return l.cfg.PodByUID(uid)
 	}
+	return l.PodByUID(uid)
+}
+
+// PodByUID returns the pod with uid as the loop last dispatched it (ADD,
+// UPDATE, DELETE, RECONCILE), and false once it was removed or if it never
+// was: the loop's own index of non-mirror pods, upstream's
+// podManager.GetPodByUID view. A host whose pod manager needs no more than
+// this can use it instead of keeping its own map. Safe for concurrent use;
+// the pod must not be modified.
+func (l *Loop) PodByUID(uid types.UID) (*v1.Pod, bool) {
+	l.indexMu.RLock()
+	defer l.indexMu.RUnlock()
 	p, ok := l.index[uid]
 	return p, ok
 }

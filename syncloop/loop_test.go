@@ -176,6 +176,11 @@ func TestPLEGRouting(t *testing.T) {
 	l.HandlePLEGEvent(pleg.PodLifecycleEvent{ID: "u2", Type: pleg.PodSync})
 	l.Iterate(ctx)
 	require.Empty(t, rec.take())
+	_, ok := l.PodByUID("u2")
+	require.False(t, ok, "the index the host can read forgot the removed pod")
+	p1, ok := l.PodByUID("u1")
+	require.True(t, ok)
+	require.Equal(t, "p1", p1.Name)
 }
 
 func TestMirrorPodsAreNotResolved(t *testing.T) {
