@@ -28,9 +28,10 @@ func (r *recorder) rec(op string, pods []*v1.Pod) {
 	sort.Strings(names)
 	r.mu.Lock()
 	r.lines = append(r.lines, fmt.Sprintf("%s %s", op, strings.Join(names, ",")))
+	block := r.block
 	r.mu.Unlock()
-	if r.block != nil {
-		<-r.block
+	if block != nil {
+		<-block
 	}
 }
 

@@ -214,9 +214,19 @@ func TestNextIteration(t *testing.T) {
 	}
 	require.True(t, t0.Add(DefaultSyncPeriod).Equal(parked()), "the sync tick is next")
 
+	// While the handler works the loop is not parked.
+	gate := make(chan struct{})
+	rec.mu.Lock()
+	rec.block = gate
+	rec.mu.Unlock()
 	l.Set(context.Background(), "api", []*v1.Pod{testPod("p1", "u1")})
+	eventually(t, func() bool { return rec.len() == 1 }, "handler called")
 	_, ok = l.NextIteration()
-	require.False(t, ok, "input not yet taken")
+	require.False(t, ok, "an iteration in progress")
+	rec.mu.Lock()
+	rec.block = nil
+	rec.mu.Unlock()
+	close(gate)
 	parked()
 	require.Equal(t, []string{"ADD p1"}, rec.take())
 
