@@ -409,3 +409,47 @@ func TestReportJitterConvention(t *testing.T) {
 }
 
 func (c *Controller) nextOK() bool { _, ok := c.NextSync(); return ok }
+
+// A failing API server during the start-up fast path is not asked ten times
+// a second: a failed update waits for the regular period, and once the node
+// was reported Ready the fast path is over for good (upstream: once).
+func TestRunFastPathBacksOffOnFailure(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	a := newAgent(t, nil)
+	a.down.Store(true) // runtime down: registered, not Ready
+	var failing atomic.Bool
+	a.cs.PrependReactor("patch", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if failing.Load() {
+			return true, nil, apierrors.NewServiceUnavailable("etcd down")
+		}
+		return false, nil, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.ctl.Run(ctx) }()
+	parked := func() time.Duration {
+		t.Helper()
+		var next time.Time
+		require.Eventually(t, func() bool {
+			n, ok := a.ctl.NextSync()
+			next = n
+			return ok && n.After(a.clk.Now())
+		}, 5*time.Second, time.Millisecond)
+		return next.Sub(a.clk.Now())
+	}
+	require.Equal(t, DefaultFastUpdateInterval, parked(), "not Ready yet: the fast path")
+	a.pressure.Store(true) // a change, so the next pass patches
+	failing.Store(true)
+	a.clk.Step(DefaultFastUpdateInterval)
+	require.Equal(t, DefaultUpdateFrequency, parked(), "a failed update waits the regular period")
+	failing.Store(false)
+	a.down.Store(false)
+	a.clk.Step(DefaultUpdateFrequency)
+	require.Eventually(t, func() bool { return isReady(a.server(t)) }, 5*time.Second, time.Millisecond)
+	require.Equal(t, DefaultUpdateFrequency, parked())
+	a.down.Store(true) // NotReady again: no fast path any more
+	a.clk.Step(DefaultUpdateFrequency)
+	require.Equal(t, DefaultUpdateFrequency, parked(), "the fast path ran once")
+	cancel()
+	require.NoError(t, <-done)
+}

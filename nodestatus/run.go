@@ -15,18 +15,21 @@ const (
 )
 
 // Run registers the Node and reports its status until ctx is done; it
-// returns nil then. While the Node has not been reported Ready it syncs
+// returns nil then. Until the Node has been reported Ready once it syncs
 // every FastUpdateInterval (for at most NodeReadyGracePeriod) so a new node
 // turns Ready as soon as its setters say so; afterwards every
 // UpdateFrequency, or at once after Trigger. Failed registrations back off
-// from 100ms to 7s; failed updates retry at the next period. All waiting is
-// on Config.Clock, and Run leaves no goroutine behind.
+// from 100ms to 7s; failed updates retry at the next period, also on the
+// fast path (an unreachable API server is not asked ten times a second).
+// All waiting is on Config.Clock, and Run leaves no goroutine behind.
 func (c *Controller) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	start := c.cfg.Clock.Now()
 	backoff := registerBackoffInitial
+	reportedReady := false
 	for {
 		res, err := c.Sync(ctx)
+		reportedReady = reportedReady || res.Ready
 		next := c.cfg.UpdateFrequency
 		switch {
 		case ctx.Err() != nil:
@@ -40,7 +43,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		default:
 			backoff = registerBackoffInitial
 		}
-		if c.isRegistered() && !res.Ready && c.cfg.Clock.Since(start) < c.cfg.NodeReadyGracePeriod {
+		if (err == nil || errors.Is(err, ErrSetters)) && c.isRegistered() && !reportedReady && c.cfg.Clock.Since(start) < c.cfg.NodeReadyGracePeriod {
 			next = min(next, c.cfg.FastUpdateInterval)
 		}
 		if !c.wait(ctx, next) {

@@ -62,6 +62,9 @@ type Agent struct {
 	rt        criapi.RuntimeService
 	images    criapi.ImageManagerService
 	runtimeID string // the runtime's name, the containerID scheme
+	agentID   string // this instance, AnnotationAgentID (cluster mode)
+	// stop ends Run with a cause (set while Run runs).
+	stop context.CancelCauseFunc
 
 	pleg       *pleg.Generator
 	workers    *podworkers.Workers

@@ -51,6 +51,7 @@ func (a *Agent) buildNodeStatus(ctx context.Context) error {
 		addr.ValidateIP = func(net.IP) error { return nil } // a simulated address
 	}
 	var b nodestatus.Builder
+	b.Add(a.claimSetter, nil) // first: a node taken over stops this agent
 	b.Add(nodestatus.NodeAddress(addr))
 	b.Add(nodestatus.MachineInfo(machine))
 	b.Add(nodestatus.VersionInfo(nodestatus.VersionConfig{Runtime: func(ctx context.Context) (string, string, error) {
@@ -79,7 +80,11 @@ func (a *Agent) buildNodeStatus(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if a.agentID, err = loadAgentID(a.opts.RootDir); err != nil {
+		return err
+	}
 	a.nodeStatus, err = nodestatus.New(nodestatus.Config{Client: a.client.CoreV1(), NodeName: a.opts.NodeName,
+		Annotations: map[string]string{AnnotationAgentID: a.agentID},
 		Setters: setters, Clock: clk, OnRegistered: func(n *v1.Node) { a.lease.SetNodeUID(n.Name, n.UID) }})
 	return err
 }

@@ -22,6 +22,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer a.close(context.WithoutCancel(ctx))
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	a.stop = cancel
 	var wg sync.WaitGroup
 	start := func(name string, run func(context.Context) error) {
 		wg.Add(1)
@@ -50,6 +51,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	start("eviction", a.evict.Run)
 	start("syncloop", a.loop.Run)
 	if a.nodeStatus != nil {
+		if err := a.claimNode(ctx); err != nil {
+			cancel(err)
+			wg.Wait()
+			return err
+		}
 		start("nodestatus", a.nodeStatus.Run)
 		start("lease", a.lease.Run)
 	}

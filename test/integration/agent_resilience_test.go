@@ -1,0 +1,368 @@
+package integration
+
+// The reference agent under faults (issue 22): control-plane outage, agent
+// crash and restart at every step of a pod's life, duplicate node names,
+// least privilege. Each scenario asserts its outcome and logs its time to
+// recover.
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodekit/nodekit/examples/kubelet/agent"
+	"github.com/nodekit/nodekit/internal/crisim"
+)
+
+// apiWatch is the agent's transport as the tests see it: it can cut the
+// API server off, counts the requests tried while cut off, and counts every
+// 403 the node identity receives.
+type apiWatch struct {
+	down      atomic.Bool
+	triedDown atomic.Int64
+	mu        sync.Mutex
+	forbidden []string
+	byPath    map[string]int // requests tried while cut off, by method and path
+}
+
+func (w *apiWatch) wrap(next http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if w.down.Load() {
+			w.triedDown.Add(1)
+			w.mu.Lock()
+			if w.byPath == nil {
+				w.byPath = map[string]int{}
+			}
+			w.byPath[r.Method+" "+r.URL.Path]++
+			w.mu.Unlock()
+			return nil, errors.New("dial tcp: connect: connection refused")
+		}
+		resp, err := next.RoundTrip(r)
+		if err == nil && resp.StatusCode == http.StatusForbidden {
+			w.mu.Lock()
+			w.forbidden = append(w.forbidden, r.Method+" "+r.URL.Path)
+			w.mu.Unlock()
+		}
+		return resp, err
+	})
+}
+
+// forbiddenExcept returns the 403s other than GETs of the given pods (the
+// node authorizer refuses a node the pods no longer bound to it: expected
+// after a deletion).
+func (w *apiWatch) forbiddenExcept(gonePods ...string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+next:
+	for _, f := range w.forbidden {
+		for _, p := range gonePods {
+			if f == "GET /api/v1/namespaces/default/pods/"+p {
+				continue next
+			}
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// agentRun is one running agent.
+type agentRun struct {
+	a      *agent.Agent
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startAgent starts the reference agent for node on sim with its state in
+// rootDir; w (optional) wraps its API transport.
+func startAgent(t *testing.T, node string, sim *crisim.Sim, rootDir string, w *apiWatch) *agentRun {
+	t.Helper()
+	kube := srv.NodeConfig(node)
+	if w != nil {
+		kube.WrapTransport = w.wrap
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := agent.New(ctx, agent.Options{NodeName: node, Kube: kube, Sim: sim, HTTPAddr: "127.0.0.1:0",
+		RootDir: rootDir, PodManifestPath: t.TempDir(), MemoryCapacity: 4 << 30})
+	require.NoError(t, err)
+	r := &agentRun{a: a, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- a.Run(ctx) }()
+	return r
+}
+
+// stop ends the agent as a crash would from the pods' point of view: its
+// containers keep running, nothing is cleaned up. It returns Run's error.
+func (r *agentRun) stop(t *testing.T) error {
+	t.Helper()
+	r.cancel()
+	select {
+	case err := <-r.done:
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatal("agent did not stop")
+		return nil
+	}
+}
+
+func createPod(t *testing.T, cs kubernetes.Interface, pod *v1.Pod) {
+	t.Helper()
+	_, err := cs.CoreV1().Pods("default").Create(context.Background(), pod, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+func simplePod(name, node string, policy v1.RestartPolicy) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.PodSpec{NodeName: node, RestartPolicy: policy,
+		Containers: []v1.Container{{Name: "app", Image: "busybox"}}}}
+}
+
+// runningID waits until the pod runs its one container and returns the
+// container's runtime ID.
+func runningID(t *testing.T, cs kubernetes.Interface, name string) string {
+	t.Helper()
+	var id string
+	require.Eventually(t, func() bool {
+		p := getPod(t, cs, name)
+		if p == nil || p.Status.Phase != v1.PodRunning || len(p.Status.ContainerStatuses) != 1 ||
+			p.Status.ContainerStatuses[0].State.Running == nil {
+			return false
+		}
+		_, id, _ = strings.Cut(p.Status.ContainerStatuses[0].ContainerID, "://")
+		return id != ""
+	}, 45*time.Second, 50*time.Millisecond, "%s running: %+v", name, podStatusOf(t, name))
+	return id
+}
+
+func leaseRenewTime(t *testing.T, cs kubernetes.Interface, node string) time.Time {
+	l, err := cs.CoordinationV1().Leases("kube-node-lease").Get(context.Background(), node, metav1.GetOptions{})
+	if err != nil || l.Spec.RenewTime == nil {
+		return time.Time{}
+	}
+	return l.Spec.RenewTime.Time
+}
+
+func deletePodNow(t *testing.T, cs kubernetes.Interface, name string) {
+	grace := int64(0)
+	_ = cs.CoreV1().Pods("default").Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+}
+
+// TestReferenceAgentFaultAPIServerOutage: the API server is unreachable for
+// longer than the node monitor grace period (40s). Running pods keep
+// running, untouched; a container that exits twice meanwhile is restarted
+// by the agent on its own; the agent backs off instead of flooding; when
+// the API server returns the lease, the node status and the latest pod
+// status land.
+func TestReferenceAgentFaultAPIServerOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 45 s outage")
+	}
+	const node, outage = "fault-outage", 45 * time.Second
+	admin := srv.AdminClient()
+	ensureDefaultServiceAccount(t, admin, "default")
+	sim := crisim.New(crisim.Config{})
+	w := &apiWatch{}
+	r := startAgent(t, node, sim, t.TempDir(), w)
+	defer func() { require.NoError(t, r.stop(t)) }()
+	defer deletePodNow(t, admin, "outage-keep")
+	defer deletePodNow(t, admin, "outage-flip")
+
+	createPod(t, admin, simplePod("outage-keep", node, v1.RestartPolicyAlways))
+	createPod(t, admin, simplePod("outage-flip", node, v1.RestartPolicyAlways))
+	keep := runningID(t, admin, "outage-keep")
+	flip := runningID(t, admin, "outage-flip")
+	require.Eventually(t, func() bool { return !leaseRenewTime(t, admin, node).IsZero() }, 30*time.Second, 50*time.Millisecond)
+
+	w.down.Store(true)
+	cut := time.Now()
+	lastRenew := leaseRenewTime(t, admin, node)
+	// The flipping container exits twice; the agent restarts it each time
+	// (CrashLoopBackOff 10 s, then 20 s) without the API server.
+	require.NoError(t, sim.ExitContainer(flip, 1, "Error"))
+	var second string
+	require.Eventually(t, func() bool {
+		for _, p := range r.a.Pods() {
+			if p.Name == "outage-flip" && len(p.Status.ContainerStatuses) == 1 {
+				cs := p.Status.ContainerStatuses[0]
+				_, id, _ := strings.Cut(cs.ContainerID, "://")
+				if cs.State.Running != nil && id != flip {
+					second = id
+					return true
+				}
+			}
+		}
+		return false
+	}, 30*time.Second, 50*time.Millisecond, "restarted during the outage")
+	require.NoError(t, sim.ExitContainer(second, 2, "Error"))
+	time.Sleep(time.Until(cut.Add(outage)))
+	tried := w.triedDown.Load()
+	assert.Equal(t, lastRenew, leaseRenewTime(t, admin, node), "nothing was renewed while cut off")
+
+	for _, p := range r.a.Pods() {
+		if p.Name == "outage-keep" {
+			cs := p.Status.ContainerStatuses[0]
+			assert.Zero(t, cs.RestartCount, "the untouched pod kept running")
+			assert.True(t, strings.HasSuffix(cs.ContainerID, "://"+keep), "same container %s", cs.ContainerID)
+		}
+	}
+	w.down.Store(false)
+	back := time.Now()
+	var leaseBack, flipBack time.Duration
+	require.Eventually(t, func() bool {
+		if leaseBack == 0 && leaseRenewTime(t, admin, node).After(lastRenew) {
+			leaseBack = time.Since(back)
+		}
+		if flipBack == 0 {
+			if p := getPod(t, admin, "outage-flip"); p != nil && len(p.Status.ContainerStatuses) == 1 {
+				cs := p.Status.ContainerStatuses[0]
+				if cs.RestartCount >= 2 && cs.LastTerminationState.Terminated != nil && cs.LastTerminationState.Terminated.ExitCode == 2 {
+					flipBack = time.Since(back)
+				}
+			}
+		}
+		return leaseBack > 0 && flipBack > 0
+	}, 60*time.Second, 50*time.Millisecond, "lease and the latest pod status after the outage: %+v", podStatusOf(t, "outage-flip"))
+	require.Eventually(t, func() bool { return nodeCondition(t, admin, node, v1.NodeReady) == v1.ConditionTrue }, 30*time.Second, 50*time.Millisecond)
+	p := getPod(t, admin, "outage-keep")
+	assert.Zero(t, p.Status.ContainerStatuses[0].RestartCount)
+	t.Logf("outage %v: %d requests tried while cut off (%.1f/s); lease renewed %v and the latest pod status written %v after the API server returned",
+		outage, tried, float64(tried)/outage.Seconds(), leaseBack.Round(time.Millisecond), flipBack.Round(time.Millisecond))
+	w.mu.Lock()
+	t.Logf("tried while cut off, by request: %v", w.byPath)
+	w.mu.Unlock()
+	assert.Less(t, tried, int64(outage.Seconds()*3), "backoff, not a flood (before the fast-path fix: 39 requests a second)")
+	assert.Empty(t, w.forbiddenExcept(), "403s for the node identity")
+}
+
+// TestReferenceAgentFaultRestartAdopts: the agent stops (as a crash: its
+// containers keep running) and a new agent starts on the same state. It
+// adopts running containers without restarting them, and converges pods it
+// was killed in the middle of: a sandbox created but the container not yet
+// (blocked CreateContainer), an image pull in progress, and a graceful
+// deletion whose container was still stopping. Nothing is started twice,
+// nothing is lost.
+func TestReferenceAgentFaultRestartAdopts(t *testing.T) {
+	const node = "fault-restart"
+	admin := srv.AdminClient()
+	ensureDefaultServiceAccount(t, admin, "default")
+	sim := crisim.New(crisim.Config{})
+	root := t.TempDir()
+	w := &apiWatch{}
+	r := startAgent(t, node, sim, root, w)
+	names := []string{"adopt-run", "adopt-create", "adopt-pull", "adopt-delete"}
+	defer func() {
+		for _, n := range names {
+			deletePodNow(t, admin, n)
+		}
+	}()
+
+	createPod(t, admin, simplePod("adopt-run", node, v1.RestartPolicyAlways))
+	createPod(t, admin, simplePod("adopt-delete", node, v1.RestartPolicyAlways))
+	run := runningID(t, admin, "adopt-run")
+	runningID(t, admin, "adopt-delete")
+
+	// Kill points: a container creation and an image pull block; a
+	// deletion is stopping its container.
+	block := crisim.Fault{Latency: time.Hour}
+	sim.Inject("CreateContainer", block)
+	createPod(t, admin, simplePod("adopt-create", node, v1.RestartPolicyAlways))
+	require.Eventually(t, func() bool { return sim.Calls("CreateContainer") >= 3 }, 30*time.Second, 50*time.Millisecond, "creation in flight")
+	sim.ClearFaults()
+	sim.Inject("PullImage", block)
+	pull := simplePod("adopt-pull", node, v1.RestartPolicyAlways)
+	pull.Spec.Containers[0].Image = "registry.example/fresh:1"
+	pull.Spec.Containers[0].ImagePullPolicy = v1.PullAlways
+	createPod(t, admin, pull)
+	require.Eventually(t, func() bool { return sim.Calls("PullImage") >= 1 }, 30*time.Second, 50*time.Millisecond, "pull in flight")
+	sim.Inject("StopContainer", block)
+	grace := int64(30)
+	require.NoError(t, admin.CoreV1().Pods("default").Delete(context.Background(), "adopt-delete", metav1.DeleteOptions{GracePeriodSeconds: &grace}))
+	require.Eventually(t, func() bool { return sim.Calls("StopContainer") >= 1 }, 30*time.Second, 50*time.Millisecond, "stop in flight")
+	sandboxes := sim.Calls("RunPodSandbox")
+
+	require.NoError(t, r.stop(t))
+	sim.ClearFaults()
+	restarted := time.Now()
+	r = startAgent(t, node, sim, root, w)
+	defer func() { require.NoError(t, r.stop(t)) }()
+
+	runningID(t, admin, "adopt-create")
+	runningID(t, admin, "adopt-pull")
+	require.Eventually(t, func() bool { return getPod(t, admin, "adopt-delete") == nil }, 45*time.Second, 50*time.Millisecond,
+		"the deletion completes: %+v", podStatusOf(t, "adopt-delete"))
+	converged := time.Since(restarted)
+	p := getPod(t, admin, "adopt-run")
+	assert.Zero(t, p.Status.ContainerStatuses[0].RestartCount, "adopted, not restarted")
+	assert.True(t, strings.HasSuffix(p.Status.ContainerStatuses[0].ContainerID, "://"+run), "the same container")
+	for _, n := range []string{"adopt-create", "adopt-pull"} {
+		assert.Zero(t, getPod(t, admin, n).Status.ContainerStatuses[0].RestartCount, n)
+	}
+	assert.Equal(t, sandboxes, sim.Calls("RunPodSandbox"), "no sandbox created twice")
+	t.Logf("restart: converged %v after the new agent started (adopted 1 running pod, finished 1 creation, 1 pull, 1 deletion)",
+		converged.Round(time.Millisecond))
+	assert.Empty(t, w.forbiddenExcept("adopt-delete"), "403s for the node identity")
+}
+
+// TestReferenceAgentFaultDuplicateNodeName: a second agent started with a
+// running agent's node name refuses to start (it would fight over the
+// Node, the Lease and the pods); the same agent restarted on its own state
+// starts at once; a node whose agent is gone (its Lease expired) is taken
+// over.
+func TestReferenceAgentFaultDuplicateNodeName(t *testing.T) {
+	const node = "fault-duplicate"
+	admin := srv.AdminClient()
+	sim := crisim.New(crisim.Config{})
+	rootA, rootB := t.TempDir(), t.TempDir()
+	first := startAgent(t, node, sim, rootA, nil)
+	require.Eventually(t, func() bool { return nodeCondition(t, admin, node, v1.NodeReady) == v1.ConditionTrue }, 30*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return !leaseRenewTime(t, admin, node).IsZero() }, 30*time.Second, 50*time.Millisecond)
+	n, err := admin.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	require.NoError(t, err)
+	idA := n.Annotations[agent.AnnotationAgentID]
+	require.NotEmpty(t, idA)
+
+	second := startAgent(t, node, crisim.New(crisim.Config{}), rootB, nil)
+	select {
+	case err := <-second.done:
+		require.ErrorIs(t, err, agent.ErrNodeClaimed)
+		assert.ErrorContains(t, err, idA)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the second agent did not refuse")
+	}
+	second.cancel()
+	n, err = admin.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, idA, n.Annotations[agent.AnnotationAgentID], "the first agent keeps its node")
+
+	// The same agent restarted on its state is the same agent.
+	require.NoError(t, first.stop(t))
+	first = startAgent(t, node, sim, rootA, nil)
+	require.Eventually(t, func() bool { return leaseRenewTime(t, admin, node).After(time.Now().Add(-2 * time.Second)) }, 30*time.Second, 50*time.Millisecond)
+	require.NoError(t, first.stop(t))
+
+	// The first agent is gone and its lease expired: the second takes over.
+	l, err := admin.CoordinationV1().Leases("kube-node-lease").Get(context.Background(), node, metav1.GetOptions{})
+	require.NoError(t, err)
+	l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now().Add(-time.Minute)}
+	_, err = admin.CoordinationV1().Leases("kube-node-lease").Update(context.Background(), l, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	second = startAgent(t, node, crisim.New(crisim.Config{}), rootB, nil)
+	require.Eventually(t, func() bool {
+		n, err := admin.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+		return err == nil && n.Annotations[agent.AnnotationAgentID] != idA && n.Annotations[agent.AnnotationAgentID] != ""
+	}, 30*time.Second, 50*time.Millisecond, "taken over")
+	require.NoError(t, second.stop(t))
+}
