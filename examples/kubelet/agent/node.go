@@ -85,7 +85,7 @@ func (a *Agent) buildNodeStatus(ctx context.Context) error {
 	}
 	a.nodeStatus, err = nodestatus.New(nodestatus.Config{Client: a.client.CoreV1(), NodeName: a.opts.NodeName,
 		Annotations: map[string]string{AnnotationAgentID: a.agentID},
-		Setters: setters, Clock: clk, OnRegistered: func(n *v1.Node) { a.lease.SetNodeUID(n.Name, n.UID) }})
+		Setters:     setters, Clock: clk, OnRegistered: func(n *v1.Node) { a.lease.SetNodeUID(n.Name, n.UID) }})
 	return err
 }
 
