@@ -1,11 +1,15 @@
 package syncloop
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -110,4 +114,53 @@ func TestHTTPSourceRunFeedsTheLoop(t *testing.T) {
 	require.True(t, l.SourcesReady())
 	stop(nil)
 	hs.cfg.Client.CloseIdleConnections()
+}
+
+// An endless manifest response is cut at the size limit: Fetch fails fast
+// with bounded memory and the source keeps its previous pods.
+func TestHTTPSourceEndlessBodyIsBounded(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var endless atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if !endless.Load() {
+			_, _ = w.Write([]byte(manifest("web", "img:1")))
+			return
+		}
+		chunk := bytes.Repeat([]byte(" "), 64<<10)
+		for {
+			if _, err := w.Write(chunk); err != nil {
+				return // the client hung up
+			}
+		}
+	}))
+	defer srv.Close()
+	hs, err := NewHTTPSource(HTTPSourceConfig{URL: srv.URL, NodeName: "node-a"})
+	require.NoError(t, err)
+	defer hs.cfg.Client.CloseIdleConnections()
+	ctx := context.Background()
+	changed, err := hs.Fetch(ctx)
+	require.NoError(t, err)
+	require.True(t, changed)
+
+	endless.Store(true)
+	_, err = hs.Fetch(ctx)
+	require.Error(t, err, "an endless body is refused")
+	require.Len(t, hs.Pods(), 1, "the previous pods stay")
+	require.Equal(t, "web-node-a", hs.Pods()[0].Name)
+}
+
+// A manifest file above the size limit is reported, not read whole.
+func TestFileSourceOversizedManifest(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "ok.yaml"), manifest("ok", "img:1"))
+	big, err := os.Create(filepath.Join(dir, "big.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, big.Truncate(maxManifestBytes+1)) // sparse: no disk used
+	require.NoError(t, big.Close())
+	fs, err := NewFileSource(FileSourceConfig{Path: dir, NodeName: "node-a"})
+	require.NoError(t, err)
+	_, err = fs.Scan(context.Background(), true)
+	require.NoError(t, err, "one bad file does not fail the directory")
+	require.Len(t, fs.Pods(), 1)
+	require.Equal(t, "ok-node-a", fs.Pods()[0].Name)
 }
