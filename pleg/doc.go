@@ -81,6 +81,12 @@
 //	go gen.Run(ctx)
 //	workers, _ := podworkers.New(podworkers.Config{StatusBarrier: gen.Cache().WaitNewerThan, ...})
 //
+// # Testing
+//
+// Package plegtest is an in-memory RuntimeService (pods, containers, CRI
+// events, injected errors) for tests of a host's use of the generator,
+// without a gRPC server or a container runtime.
+//
 // # Differences from upstream (k8s.io/kubernetes/pkg/kubelet/pleg v1.36)
 //
 //   - Status fetches are parallel (StatusParallelism, default 16) and use

@@ -3,76 +3,49 @@ package pleg_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	remote "k8s.io/cri-client/pkg"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/nodekit/nodekit/internal/crisim"
 	"github.com/nodekit/nodekit/pleg"
+	"github.com/nodekit/nodekit/pleg/plegtest"
 )
 
-// Example wires the generator to a CRI runtime through k8s.io/cri-client
-// (here the in-memory simulator; pass containerd's or CRI-O's endpoint in
-// a real agent), runs it in evented mode, and consumes its events and
-// cache as a sync loop and pod workers would.
+// Example runs the generator in evented mode over a CRI runtime (here
+// plegtest's in-memory runtime; in a real agent, k8s.io/cri-client's
+// NewRemoteRuntimeService on containerd's or CRI-O's endpoint) and consumes
+// its events and cache as a sync loop and pod workers would. One fake clock
+// drives the generator and the runtime's timestamps.
 func Example() {
-	dir, _ := os.MkdirTemp("", "pleg-example")
-	defer os.RemoveAll(dir)
-	sim := crisim.New(crisim.Config{Images: []crisim.Image{{Ref: "registry.k8s.io/pause:3.10"}, {Ref: "busybox"}}})
-	endpoint, stop, err := sim.ListenAndServe(filepath.Join(dir, "cri.sock"))
+	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	rt := plegtest.New(clk)
+	gen, err := pleg.New(pleg.Config{Runtime: rt, Evented: true, Clock: clk})
 	if err != nil {
 		panic(err)
 	}
-	defer stop()
-
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rt, err := remote.NewRemoteRuntimeService(ctx, endpoint, 2*time.Minute, nil, false)
-	if err != nil {
-		panic(err)
-	}
-	defer rt.Close(ctx)
-
-	gen, err := pleg.New(pleg.Config{Runtime: rt, Evented: true})
-	if err != nil {
-		panic(err)
-	}
 	done := make(chan error, 1)
 	go func() { done <- gen.Run(ctx) }()
 
-	// What a kubelet's pod syncer would do: a sandbox and a container,
-	// labelled with the pod UID.
-	labels := map[string]string{pleg.PodUIDLabel: "uid-web"}
-	podCfg := &runtimeapi.PodSandboxConfig{
-		Metadata: &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "uid-web"},
-		Labels:   labels,
-	}
-	sb, err := rt.RunPodSandbox(ctx, podCfg, "")
-	if err != nil {
-		panic(err)
-	}
+	// What a kubelet's pod syncer would have the runtime do: a sandbox,
+	// then a container in it.
+	rt.RunPod("uid-web", "default", "web")
 	<-gen.Events() // the sandbox started
-	id, err := rt.CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{
-		Metadata: &runtimeapi.ContainerMetadata{Name: "app"},
-		Image:    &runtimeapi.ImageSpec{Image: "busybox"},
-		Labels:   labels,
-	}, podCfg)
-	if err != nil {
-		panic(err)
-	}
-	if err := rt.StartContainer(ctx, id); err != nil {
-		panic(err)
-	}
+	id := rt.StartContainer("uid-web", "app")
 
+	// The runtime's event reaches the consumer without waiting for a
+	// periodic relist: the clock has not moved.
 	ev := <-gen.Events()
 	fmt.Println(ev.ID, ev.Type, ev.ContainerID.ID == id)
 
-	// Pod workers wait for status newer than their last sync, then read it.
+	// A pod worker that last synced at synced waits for status newer than
+	// that (the generator relists the pod to confirm it), then reads it.
+	synced := clk.Now()
+	clk.Step(time.Second)
 	barrier := gen.Cache().WaitNewerThan
-	if err := barrier(ctx, ev.ID, time.Time{}); err != nil {
+	if err := barrier(ctx, ev.ID, synced); err != nil {
 		panic(err)
 	}
 	st, _ := gen.Cache().Get(ev.ID)
@@ -91,30 +64,16 @@ func Example() {
 // ExampleGenerator_Relist drives the synchronous core directly: one pass,
 // no goroutines, the host decides when.
 func ExampleGenerator_Relist() {
-	dir, _ := os.MkdirTemp("", "pleg-example")
-	defer os.RemoveAll(dir)
-	sim := crisim.New(crisim.Config{})
-	endpoint, stop, err := sim.ListenAndServe(filepath.Join(dir, "cri.sock"))
-	if err != nil {
-		panic(err)
-	}
-	defer stop()
-	ctx := context.Background()
-	rt, err := remote.NewRemoteRuntimeService(ctx, endpoint, 2*time.Minute, nil, false)
-	if err != nil {
-		panic(err)
-	}
-	defer rt.Close(ctx)
-	gen, err := pleg.New(pleg.Config{Runtime: rt})
+	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	rt := plegtest.New(clk)
+	gen, err := pleg.New(pleg.Config{Runtime: rt, Clock: clk})
 	if err != nil {
 		panic(err)
 	}
 	for _, name := range []string{"a", "b"} {
-		cfg := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "default", Uid: "uid-" + name}}
-		if _, err := rt.RunPodSandbox(ctx, cfg, ""); err != nil {
-			panic(err)
-		}
+		rt.RunPod(types.UID("uid-"+name), "default", name)
 	}
+	ctx := context.Background()
 	res, err := gen.Relist(ctx)
 	fmt.Printf("%+v %v\n", res, err)
 	res, err = gen.Relist(ctx)

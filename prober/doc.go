@@ -61,6 +61,12 @@
 //     (with the probe's terminationGracePeriodSeconds when set), and
 //     resyncs the pod on readiness changes.
 //
+// # Testing
+//
+// Package probertest has a scripted CommandRunner for exec probes and a
+// Recorder to use as Config.Sink; with a FakeClock and RunOnce a test drives
+// probes without goroutines or sleeps.
+//
 // # Differences from upstream
 //
 //   - No goroutine and ticker per probe: one scheduler, one timer, a
