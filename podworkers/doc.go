@@ -60,6 +60,13 @@
 //  7. Cancel Run's context to stop: syncs in flight are cancelled, Run
 //     returns when every worker goroutine has, and unfinished work is kept.
 //
+// # Testing
+//
+// Package podworkerstest has a recording, scriptable Syncer (errors,
+// terminal pods, calls held in flight) and a StatusBarrier; with a FakeClock
+// and ProcessPending a test drives pods through their lifecycle without
+// goroutines or sleeps.
+//
 // # Differences from upstream
 //
 //   - No per-pod goroutine or channel while a pod is idle; workers come and

@@ -93,6 +93,12 @@
 //
 // examples/kubelet (agent/handler.go) is a complete Handler of this shape.
 //
+// # Testing
+//
+// Package synclooptest has a recording Handler and a Source a test pushes
+// snapshots through; with a FakeClock, Iterate (or Run and NextIteration)
+// drives the loop without sleeps.
+//
 // # Differences from upstream (pkg/kubelet syncLoop and pkg/kubelet/config)
 //
 //   - While the runtime is unhealthy upstream stops reading every channel,
