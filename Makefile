@@ -44,7 +44,7 @@ integration:
 containerd-test:
 	@$(STAGE) "containerd suite" bash -c 'dir=$$(mktemp -d /tmp/nodekit-containerd.XXXXXX); \
 	  ep=$$(hack/containerd-up.sh $$dir) || { cat $$dir/containerd.log; exit 1; }; \
-	  (cd test && NODEKIT_CONTAINERD_ENDPOINT=$$ep $(GO) test -race -count=1 -run Containerd -v ./integration/ > $$dir/test.log 2>&1); rc=$$?; \
+	  (cd test && NODEKIT_CONTAINERD_ENDPOINT=$$ep NODEKIT_CONTAINERD_DIR=$$dir $(GO) test -race -count=1 -run Containerd -v ./integration/ > $$dir/test.log 2>&1); rc=$$?; \
 	  grep -E "^(=== RUN|--- |ok|FAIL|panic)|_test.go" $$dir/test.log; [ $$rc -eq 0 ] || tail -50 $$dir/test.log; \
 	  kill $$(cat $$dir/containerd.pid) 2>/dev/null; exit $$rc'
 
