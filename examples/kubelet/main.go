@@ -59,6 +59,7 @@ func run() error {
 	fs.StringVar(&opts.RuntimeEndpoint, "container-runtime-endpoint", "", "CRI endpoint; empty runs the in-process CRI simulator")
 	fs.StringVar(&opts.NodeIP, "node-ip", "", "the node's InternalIP (default: discovered; 10.255.0.1 with the simulator)")
 	fs.StringVar(&opts.EvictionHard, "eviction-hard", "", "hard eviction thresholds, e.g. memory.available<100Mi (default: the kubelet's)")
+	fs.DurationVar(&opts.EvictionPressureTransitionPeriod, "eviction-pressure-transition-period", 0, "how long a pressure condition stays after its signal recovered (default 5m)")
 	fs.StringVar(&opts.HTTPAddr, "healthz-address", agent.DefaultHTTPAddr, `address of the unauthenticated read-only endpoint: /healthz, /pods, /stats/summary, /metrics ("-" disables)`)
 	fs.StringVar(&address, "address", "0.0.0.0", "IP address of the kubelet API")
 	fs.IntVar(&port, "port", 10250, "port of the kubelet API (HTTPS: logs, exec, attach, port-forward, stats); 0 disables it")

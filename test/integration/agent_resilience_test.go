@@ -8,10 +8,14 @@ package integration
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -365,4 +369,85 @@ func TestReferenceAgentFaultDuplicateNodeName(t *testing.T) {
 		return err == nil && n.Annotations[agent.AnnotationAgentID] != idA && n.Annotations[agent.AnnotationAgentID] != ""
 	}, 30*time.Second, 50*time.Millisecond, "taken over")
 	require.NoError(t, second.stop(t))
+}
+
+// TestReferenceAgentFaultDiskFull: the filesystem of the agent's root
+// directory (a 4 MiB tmpfs here) fills up. The node reports DiskPressure
+// with an EvictionThresholdMet event, a new pod is refused with a clear
+// reason instead of half-created, the agent keeps running; when space
+// returns the condition clears and pods run again.
+func TestReferenceAgentFaultDiskFull(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounts a tmpfs: needs root")
+	}
+	const node = "fault-disk"
+	admin := srv.AdminClient()
+	ensureDefaultServiceAccount(t, admin, "default")
+	root := t.TempDir()
+	require.NoError(t, syscall.Mount("tmpfs", root, "tmpfs", 0, "size=4m"))
+	defer func() { _ = syscall.Unmount(root, syscall.MNT_DETACH) }()
+	kube := srv.NodeConfig(node)
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := agent.New(ctx, agent.Options{NodeName: node, Kube: kube, Sim: crisim.New(crisim.Config{}), HTTPAddr: "127.0.0.1:0",
+		RootDir: root, PodManifestPath: t.TempDir(), MemoryCapacity: 4 << 30,
+		EvictionHard: "nodefs.available<20%", EvictionPressureTransitionPeriod: 5 * time.Second})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+	require.Eventually(t, func() bool { return nodeCondition(t, admin, node, v1.NodeReady) == v1.ConditionTrue }, 30*time.Second, 50*time.Millisecond)
+	assert.Equal(t, v1.ConditionFalse, nodeCondition(t, admin, node, v1.NodeDiskPressure))
+
+	filler := filepath.Join(root, "filler")
+	f, err := os.Create(filler)
+	require.NoError(t, err)
+	_, err = io.Copy(f, io.LimitReader(zeros{}, 8<<20))
+	require.ErrorIs(t, err, syscall.ENOSPC, "the disk is full")
+	require.NoError(t, f.Close())
+	full := time.Now()
+	require.Eventually(t, func() bool { return nodeCondition(t, admin, node, v1.NodeDiskPressure) == v1.ConditionTrue }, 60*time.Second, 100*time.Millisecond,
+		"DiskPressure reported")
+	pressureAfter := time.Since(full)
+	require.Eventually(t, func() bool {
+		evs, err := admin.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + node})
+		if err != nil {
+			return false
+		}
+		for _, e := range evs.Items {
+			if e.Reason == "EvictionThresholdMet" {
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, 100*time.Millisecond, "an EvictionThresholdMet event on the node")
+
+	createPod(t, admin, simplePod("disk-refused", node, v1.RestartPolicyAlways))
+	defer deletePodNow(t, admin, "disk-refused")
+	require.Eventually(t, func() bool {
+		p := getPod(t, admin, "disk-refused")
+		return p != nil && p.Status.Phase == v1.PodFailed && p.Status.Reason == "Evicted" && strings.Contains(p.Status.Message, "DiskPressure")
+	}, 30*time.Second, 100*time.Millisecond, "refused with the node's condition: %+v", podStatusOf(t, "disk-refused"))
+	require.NoError(t, a.Healthy(), "the agent itself is fine")
+
+	require.NoError(t, os.Remove(filler))
+	freed := time.Now()
+	require.Eventually(t, func() bool { return nodeCondition(t, admin, node, v1.NodeDiskPressure) == v1.ConditionFalse }, 60*time.Second, 100*time.Millisecond,
+		"DiskPressure clears after the transition period")
+	clearedAfter := time.Since(freed)
+	createPod(t, admin, simplePod("disk-after", node, v1.RestartPolicyAlways))
+	defer deletePodNow(t, admin, "disk-after")
+	runningID(t, admin, "disk-after")
+	t.Logf("disk full: DiskPressure %v after the disk filled; cleared %v after space returned (transition period 5s)",
+		pressureAfter.Round(time.Millisecond), clearedAfter.Round(time.Millisecond))
+}
+
+// zeros is an endless reader of zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }

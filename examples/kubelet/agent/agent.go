@@ -406,7 +406,7 @@ func (a *Agent) buildEviction() error {
 		return err
 	}
 	host, err := eviction.NewHostSummaryProvider(eviction.HostSummaryConfig{NodeName: a.opts.NodeName,
-		NodeFsPath: os.TempDir(), Runtime: podStatsOrNone{a.rt}, Clock: a.opts.Clock})
+		NodeFsPath: a.opts.RootDir, Runtime: podStatsOrNone{a.rt}, Clock: a.opts.Clock})
 	if err != nil {
 		return err
 	}
@@ -417,8 +417,9 @@ func (a *Agent) buildEviction() error {
 	a.evict, err = eviction.New(eviction.Config{
 		Thresholds: thresholds, Summary: a.summary, ActivePods: a.activePods, KillPod: a.killPod,
 		PodCleanedUp:           func(p *v1.Pod) bool { return a.workers.ShouldPodBeFinished(p.UID) },
-		DeleteUnusedContainers: a.collectContainers,
-		Recorder:               a.recorder, NodeRef: a.nodeRef(), Clock: a.opts.Clock, Registerer: a.registry,
+		DeleteUnusedContainers:   a.collectContainers,
+		PressureTransitionPeriod: a.opts.EvictionPressureTransitionPeriod,
+		Recorder:                 a.recorder, NodeRef: a.nodeRef(), Clock: a.opts.Clock, Registerer: a.registry,
 	})
 	return err
 }

@@ -86,6 +86,11 @@ type Options struct {
 	NodeIP string
 	// EvictionHard is the kubelet's --eviction-hard. Default upstream's.
 	EvictionHard string
+	// EvictionPressureTransitionPeriod is the kubelet's
+	// --eviction-pressure-transition-period: how long a pressure
+	// condition stays after the signal went back under its threshold.
+	// Default 5m.
+	EvictionPressureTransitionPeriod time.Duration
 	// AllowedUnsafeSysctls are the kubelet's --allowed-unsafe-sysctls:
 	// sysctl names or prefixes ("kernel.msg*") pods may set beyond the
 	// safe set.
