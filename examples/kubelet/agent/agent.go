@@ -416,7 +416,7 @@ func (a *Agent) buildEviction() error {
 	}
 	a.evict, err = eviction.New(eviction.Config{
 		Thresholds: thresholds, Summary: a.summary, ActivePods: a.activePods, KillPod: a.killPod,
-		PodCleanedUp:           func(p *v1.Pod) bool { return a.workers.ShouldPodBeFinished(p.UID) },
+		PodCleanedUp:             func(p *v1.Pod) bool { return a.workers.ShouldPodBeFinished(p.UID) },
 		DeleteUnusedContainers:   a.collectContainers,
 		PressureTransitionPeriod: a.opts.EvictionPressureTransitionPeriod,
 		Recorder:                 a.recorder, NodeRef: a.nodeRef(), Clock: a.opts.Clock, Registerer: a.registry,
