@@ -8,6 +8,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -450,4 +451,87 @@ type zeros struct{}
 func (zeros) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
+}
+
+// TestReferenceAgentFaultHostileManifests: static pod manifests at the
+// edges — a name too long to be valid, a pod of 500 containers, a container
+// with a 2 MiB environment, a file that is not a pod at all — next to a
+// normal static pod. The bad ones are refused with a FailedValidation event
+// on the node (or run, when valid), the agent stays healthy and the normal
+// pod runs and is mirrored.
+func TestReferenceAgentFaultHostileManifests(t *testing.T) {
+	const node = "fault-hostile"
+	admin := srv.AdminClient()
+	ensureDefaultServiceAccount(t, admin, "default")
+	dir := t.TempDir()
+	write := func(name, content string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
+	static := func(name string, containers []string) string {
+		var b strings.Builder
+		b.WriteString(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"` + name + `","namespace":"default"},"spec":{"containers":[`)
+		b.WriteString(strings.Join(containers, ","))
+		b.WriteString(`]}}`)
+		return b.String()
+	}
+	c := func(name, extra string) string { return `{"name":"` + name + `","image":"busybox"` + extra + `}` }
+	write("normal.json", static("normal", []string{c("app", "")}))
+	write("long.json", static(strings.Repeat("x", 300), []string{c("app", "")}))
+	var many []string
+	for i := range 500 {
+		many = append(many, c(fmt.Sprintf("c%d", i), ""))
+	}
+	write("many.json", static("many", many))
+	write("bigenv.json", static("bigenv", []string{c("app", `,"env":[{"name":"BIG","value":"`+strings.Repeat("v", 2<<20)+`"}]`)}))
+	write("garbage.json", "\x00\x01 this is not a pod {{{")
+
+	kube := srv.NodeConfig(node)
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := agent.New(ctx, agent.Options{NodeName: node, Kube: kube, Sim: crisim.New(crisim.Config{}), HTTPAddr: "127.0.0.1:0",
+		RootDir: t.TempDir(), PodManifestPath: dir, MemoryCapacity: 4 << 30})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+	mirror := "normal-" + node
+	require.Eventually(t, func() bool {
+		p := getPod(t, admin, mirror)
+		return p != nil && p.Status.Phase == v1.PodRunning
+	}, 45*time.Second, 100*time.Millisecond, "the normal static pod runs and is mirrored: %+v", podStatusOf(t, mirror))
+	require.Eventually(t, func() bool {
+		evs, err := admin.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + node})
+		if err != nil {
+			return false
+		}
+		var long, garbage bool
+		for _, e := range evs.Items {
+			if e.Reason == "FailedValidation" {
+				long = long || strings.Contains(e.Message, "long.json")
+				garbage = garbage || strings.Contains(e.Message, "garbage.json")
+			}
+		}
+		return long && garbage
+	}, 30*time.Second, 100*time.Millisecond, "FailedValidation events name the bad files")
+	var many500 bool
+	require.Eventually(t, func() bool {
+		for _, p := range a.Pods() {
+			if p.Name == "many-"+node {
+				running := 0
+				for _, cs := range p.Status.ContainerStatuses {
+					if cs.State.Running != nil {
+						running++
+					}
+				}
+				many500 = running == 500
+			}
+		}
+		return many500
+	}, 60*time.Second, 200*time.Millisecond, "the 500-container pod is valid and runs")
+	require.NoError(t, a.Healthy())
+	for _, n := range []string{mirror, "many-" + node, "bigenv-" + node} {
+		deletePodNow(t, admin, n)
+	}
 }
