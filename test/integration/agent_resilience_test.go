@@ -25,6 +25,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
 	"github.com/nodekit/nodekit/examples/kubelet/agent"
 	"github.com/nodekit/nodekit/internal/crisim"
@@ -534,4 +535,75 @@ func TestReferenceAgentFaultHostileManifests(t *testing.T) {
 	for _, n := range []string{mirror, "many-" + node, "bigenv-" + node} {
 		deletePodNow(t, admin, n)
 	}
+}
+
+// jumpingClock is the real clock whose readings can jump forward at once,
+// as they do for a process that was frozen (a VM paused, SIGSTOP, a long
+// GC stop): Now and Since see the jump, timers and tickers fire late.
+type jumpingClock struct {
+	clock.RealClock
+	offset atomic.Int64
+}
+
+func (c *jumpingClock) Now() time.Time                  { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *jumpingClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+func (c *jumpingClock) jump(d time.Duration)            { c.offset.Add(int64(d)) }
+
+// TestReferenceAgentFaultClockSteps: the agent's clock jumps ten minutes,
+// then ten more, as if the process had been frozen. Every period runs on
+// the injected clock: the lease is renewed within its renew interval (its
+// renewTime follows the clock), the node stays Ready, a probed pod is not
+// restarted (probe schedules and initial delays stay sane), and the agent
+// reports itself healthy within a sync period of each jump.
+//
+// A backward step of the wall clock is not modelled here: the agent's
+// real clock carries Go's monotonic reading, so its timers and the
+// durations between its own readings ignore wall steps; only comparisons
+// with timestamps written by others (CRI's finishedAt for crash back-off,
+// the pod's startTime for activeDeadlineSeconds, a Lease's renewTime) see
+// them, as in the kubelet.
+func TestReferenceAgentFaultClockSteps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for lease renewals")
+	}
+	const node = "fault-clock"
+	admin := srv.AdminClient()
+	ensureDefaultServiceAccount(t, admin, "default")
+	clk := &jumpingClock{}
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := agent.New(ctx, agent.Options{NodeName: node, Kube: srv.NodeConfig(node), Sim: crisim.New(crisim.Config{}),
+		HTTPAddr: "127.0.0.1:0", RootDir: t.TempDir(), PodManifestPath: t.TempDir(), MemoryCapacity: 4 << 30, Clock: clk})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+	pod := simplePod("clock-probed", node, v1.RestartPolicyAlways)
+	pod.Spec.Containers[0].LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}},
+		PeriodSeconds: 1, InitialDelaySeconds: 1}
+	createPod(t, admin, pod)
+	defer deletePodNow(t, admin, "clock-probed")
+	id := runningID(t, admin, "clock-probed")
+	require.Eventually(t, func() bool { return !leaseRenewTime(t, admin, node).IsZero() }, 30*time.Second, 50*time.Millisecond)
+
+	for _, step := range []time.Duration{10 * time.Minute, 10 * time.Minute} {
+		last := leaseRenewTime(t, admin, node)
+		clk.jump(step)
+		jumped := time.Now()
+		// The lease renews within its interval (10 s, plus jitter) and its
+		// renewTime moves with the wall clock.
+		require.Eventually(t, func() bool {
+			rt := leaseRenewTime(t, admin, node)
+			return !rt.Equal(last) && rt.Sub(clk.Now()).Abs() < 5*time.Second
+		}, 20*time.Second, 100*time.Millisecond, "lease renewed after a %v step", step)
+		renewed := time.Since(jumped)
+		require.Eventually(t, func() bool { return a.Healthy() == nil }, 5*time.Second, 50*time.Millisecond, "healthy after a %v step: %v", step, a.Healthy())
+		assert.Equal(t, v1.ConditionTrue, nodeCondition(t, admin, node, v1.NodeReady))
+		t.Logf("clock step %v: lease renewed %v later (renewTime on the new wall clock)", step, renewed.Round(time.Millisecond))
+	}
+	p := getPod(t, admin, "clock-probed")
+	assert.Zero(t, p.Status.ContainerStatuses[0].RestartCount, "the probed container was never restarted")
+	assert.True(t, strings.HasSuffix(p.Status.ContainerStatuses[0].ContainerID, "://"+id))
 }
