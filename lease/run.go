@@ -84,18 +84,20 @@ func (c *Controller) requeue(due []dueEntry) {
 // sleep waits for wait (forever if negative), a nudge, or ctx. It reports
 // false when ctx is done.
 func (c *Controller) sleep(ctx context.Context, wait time.Duration) bool {
-	c.mu.Lock()
-	c.sleeping, c.sleepUntil = true, time.Time{}
-	if wait >= 0 {
-		c.sleepUntil = c.cfg.Clock.Now().Add(wait)
-	}
-	c.mu.Unlock()
+	// The timer exists before the loop counts as sleeping (NextDue): a
+	// test that steps a fake clock once NextDue is ok must find it armed.
 	var tick <-chan time.Time
 	if wait >= 0 {
 		t := c.cfg.Clock.NewTimer(wait)
 		defer t.Stop()
 		tick = t.C()
 	}
+	c.mu.Lock()
+	c.sleeping, c.sleepUntil = true, time.Time{}
+	if wait >= 0 {
+		c.sleepUntil = c.cfg.Clock.Now().Add(wait)
+	}
+	c.mu.Unlock()
 	woken, done := false, false
 	select {
 	case <-tick:

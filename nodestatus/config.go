@@ -108,7 +108,9 @@ type Config struct {
 	//	OnRegistered: func(n *v1.Node) { leases.SetNodeUID(n.Name, n.UID) }
 	//
 	// so the Lease gets its owner reference at once instead of after a
-	// lookup retry. It must not block.
+	// lookup retry. It must not block. (client-go's fake clientset assigns
+	// no UIDs: a test gives created Nodes one with a "create" reactor, or
+	// the Lease stays without owner, since an empty UID means none.)
 	OnRegistered func(node *v1.Node)
 	// OnRepeatedFailure is called, synchronously, for the second and later
 	// failed tries of one update (the kubelet closes its connections

@@ -26,6 +26,8 @@ type Cache struct {
 	// waiting for uid. The generator uses it in evented mode to relist the
 	// pod instead of letting the caller wait for the safety-net relist.
 	onWait func(uid types.UID)
+	// owned is set once a Generator writes this cache (Config.Cache).
+	owned bool
 }
 
 type cacheEntry struct {
@@ -210,4 +212,29 @@ func (c *Cache) waiting() int {
 		n += len(l)
 	}
 	return n
+}
+
+// UIDs returns the pods the cache holds a status for: every pod with a
+// sandbox or container in the runtime as of its latest relist, in no
+// particular order. Housekeeping uses it to find runtime pods that no
+// longer have a config.
+func (c *Cache) UIDs() []types.UID {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]types.UID, 0, len(c.pods))
+	for uid := range c.pods {
+		out = append(out, uid)
+	}
+	return out
+}
+
+// own marks c as written by one generator; false if another owns it.
+func (c *Cache) own() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.owned {
+		return false
+	}
+	c.owned = true
+	return true
 }

@@ -93,6 +93,11 @@ type Config struct {
 	// on; default 1000. The channel is drained continuously.
 	EventBuffer int
 
+	// Cache, if set, is the cache the generator writes (and Cache returns),
+	// so a host can hand its WaitNewerThan to pod workers before the
+	// generator exists; nil means a new one. A cache has one generator.
+	Cache *Cache
+
 	// Sink, if set, receives every event instead of the Events channel:
 	// called synchronously by Relist and RelistPod (so also by Run and by a
 	// host driving them itself), one event at a time, in order. It must not

@@ -67,19 +67,25 @@
 //     read statuses with Cache().Get.
 //  5. Report Healthy (a func() error, nil when healthy) in the node's
 //     runtime health checks: syncloop's Config.RuntimeHealth and
-//     nodestatus' ReadyConfig take it as is. It fails after
-//     RelistThreshold, 3m, without a completed relist.
+//     nodestatus' ReadyConfig take it as is. It fails until the first
+//     full relist completed ("pleg has yet to be successful", as upstream)
+//     and after RelistThreshold, 3m, without one: call Relist once before
+//     starting loops that gate on it, or they back off until Run's first
+//     relist.
 //  6. Call RequestRelist(uid) after acting on a pod (for example after
 //     SyncPod) to see its new state without waiting for the period.
 //
 // In code:
 //
 //	rt, _ := remote.NewRemoteRuntimeService(ctx, endpoint, 2*time.Minute, nil, false)
+//	cache := pleg.NewCache() // first: pod workers wait on it
+//	workers, _ := podworkers.New(podworkers.Config{StatusBarrier: cache.WaitNewerThan, ...})
+//	// ... the sync loop (syncloop package doc) ...
 //	gen, err := pleg.New(pleg.Config{Runtime: rt, Evented: true, RuntimeName: "containerd",
-//		Sink: loop.HandlePLEGEvent})
+//		Cache: cache, Sink: loop.HandlePLEGEvent})
 //	if err != nil { return err }
+//	if _, err := gen.Relist(ctx); err != nil { return err } // healthy from the start
 //	go gen.Run(ctx)
-//	workers, _ := podworkers.New(podworkers.Config{StatusBarrier: gen.Cache().WaitNewerThan, ...})
 //
 // # Testing
 //

@@ -57,6 +57,12 @@ func New(cfg Config) (*Generator, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Cache == nil {
+		cfg.Cache = NewCache()
+	}
+	if !cfg.Cache.own() {
+		return nil, fmt.Errorf("%w: Config.Cache is already written by another Generator", ErrInvalidConfig)
+	}
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err
@@ -65,7 +71,7 @@ func New(cfg Config) (*Generator, error) {
 		cfg:       cfg,
 		rt:        cfg.Runtime,
 		clock:     cfg.Clock,
-		cache:     NewCache(),
+		cache:     cfg.Cache,
 		em:        newEmitter(cfg.EventChannelCapacity, cfg.DeliverContainerChanged, m),
 		m:         m,
 		records:   map[types.UID]*podRecord{},

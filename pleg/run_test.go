@@ -101,3 +101,16 @@ func TestRunSkipsRequestsCoveredByARelist(t *testing.T) {
 	g.relistPods(context.Background(), pods)
 	require.Equal(t, calls, e.sim.Calls("ListPodSandbox"), "the request was served by the full relist")
 }
+
+func TestConfigCacheAndUIDs(t *testing.T) {
+	e := newEnv(t)
+	cache := NewCache()
+	g := e.gen(t, Config{Cache: cache})
+	require.Same(t, cache, g.Cache())
+	_, err := New(Config{Runtime: e.rt, Cache: cache})
+	require.ErrorIs(t, err, ErrInvalidConfig, "one generator per cache")
+	e.runPod(t, "web")
+	e.runPod(t, "db")
+	relist(t, g)
+	require.ElementsMatch(t, []types.UID{uidOf("web"), uidOf("db")}, cache.UIDs())
+}

@@ -6,10 +6,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // startRun runs w.Run in a goroutine and returns a stop func that cancels
@@ -126,3 +130,70 @@ func TestRunBoundedConcurrency(t *testing.T) {
 	require.LessOrEqual(t, peak.Load(), int32(2))
 	require.Len(t, r.take(), pods)
 }
+
+// Active counts work that does not wait for the clock: a sync in the status
+// barrier is not active, a sync in the Syncer is.
+func TestActive(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	s := &blockingBarrier{release: release, entered: entered}
+	sy := newRecordingSyncerForActive()
+	w, err := New(Config{Syncer: sy, StatusBarrier: s.wait, Clock: clocktesting.NewFakeClock(time.Unix(0, 0))})
+	require.NoError(t, err)
+	require.Zero(t, w.Active())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"}}
+	require.NoError(t, w.UpdatePod(ctx, Update{Type: UpdateCreate, Pod: pod}))
+	<-entered
+	require.Zero(t, w.Active(), "a sync waiting for fresh status is not active")
+	sy.block = make(chan struct{})
+	close(release)
+	<-sy.in
+	require.Equal(t, 1, w.Active(), "a sync in the Syncer is")
+	close(sy.block)
+	require.Eventually(t, func() bool { return w.Active() == 0 }, 5*time.Second, time.Millisecond)
+	cancel()
+	require.NoError(t, <-done)
+}
+
+type blockingBarrier struct {
+	release chan struct{}
+	entered chan struct{}
+}
+
+func (b *blockingBarrier) wait(ctx context.Context, _ types.UID, _ time.Time) error {
+	select {
+	case b.entered <- struct{}{}:
+	default:
+	}
+	select {
+	case <-b.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+type activeSyncer struct {
+	in    chan struct{}
+	block chan struct{}
+}
+
+func newRecordingSyncerForActive() *activeSyncer { return &activeSyncer{in: make(chan struct{}, 1)} }
+
+func (s *activeSyncer) SyncPod(ctx context.Context, _ UpdateType, _, _ *v1.Pod) (bool, error) {
+	s.in <- struct{}{}
+	select {
+	case <-s.block:
+	case <-ctx.Done():
+	}
+	return false, nil
+}
+func (s *activeSyncer) SyncTerminatingPod(context.Context, *v1.Pod, int64, StatusFunc) error {
+	return nil
+}
+func (s *activeSyncer) SyncTerminatingRuntimePod(context.Context, *RuntimePod) error { return nil }
+func (s *activeSyncer) SyncTerminatedPod(context.Context, *v1.Pod) error             { return nil }

@@ -107,7 +107,14 @@ func (w *Workers) execute(u *unit) (terminal bool, err error) {
 	}()
 	u.logger.V(4).Info("Processing pod event", "workType", u.work, "updateType", u.typ)
 	if u.runtime == nil && w.cfg.StatusBarrier != nil {
-		if err := w.cfg.StatusBarrier(u.ctx, u.st.uid, u.after); err != nil {
+		w.mu.Lock()
+		w.inBarrier++
+		w.mu.Unlock()
+		err := w.cfg.StatusBarrier(u.ctx, u.st.uid, u.after)
+		w.mu.Lock()
+		w.inBarrier--
+		w.mu.Unlock()
+		if err != nil {
 			if w.cfg.Recorder != nil && u.pod != nil {
 				w.cfg.Recorder.Eventf(u.pod, v1.EventTypeWarning, "FailedSync", "error determining status: %v", err)
 			}

@@ -33,6 +33,9 @@ type Workers struct {
 	runCtx     context.Context
 	running    bool
 	goroutines int
+	// inBarrier counts syncs waiting in the status barrier, pending the
+	// pods ProcessPending callers work on (Active).
+	inBarrier, pending int
 	wg         sync.WaitGroup
 	// onIdle, set by tests before Run, is called with mu held whenever the
 	// last worker goroutine exits.
@@ -94,6 +97,20 @@ func (w *Workers) Run(ctx context.Context) error {
 	return nil
 }
 
+// Active reports how many pods are being worked on or wait for a worker,
+// not counting those waiting in the status barrier: a worker goroutine
+// between or inside Syncer calls counts, a pod queued for a goroutine (or
+// for ProcessPending) counts, a sync blocked in StatusBarrier does not. A
+// test driving Run on a fake clock steps the clock only once Active is 0:
+// syncs in the barrier wait for the PLEG's next relist, that is for the
+// clock. (A sync the barrier just released counts as waiting until its
+// goroutine runs again.)
+func (w *Workers) Active() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.goroutines + w.pending + len(w.runnable) - w.inBarrier
+}
+
 // ProcessPending works on pods with pending work in the calling goroutine,
 // one update at a time, until none is left (including the follow-up work of
 // a phase change, such as terminated after terminating) or ctx is done, and
@@ -110,8 +127,12 @@ func (w *Workers) ProcessPending(ctx context.Context) int {
 			break
 		}
 		st := w.popRunnable()
+		w.pending++
 		w.mu.Unlock()
 		n += w.workOn(ctx, st)
+		w.mu.Lock()
+		w.pending--
+		w.mu.Unlock()
 	}
 	return n
 }

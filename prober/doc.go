@@ -53,7 +53,10 @@
 //  3. Whenever it computes a pod's API status (and at least whenever a
 //     container starts, restarts or exits), call UpdatePodStatus: it sets
 //     Started and Ready on the container statuses and is the probes' only
-//     view of container IDs, states and start times.
+//     view of container IDs, states and start times. Give a pod's first
+//     status right after AddPod: a liveness or startup probe that comes due
+//     before it skips to its next period (readiness is triggered by the
+//     status).
 //  4. Route updates to the sync loop: Config.Sink = a syncloop Loop's
 //     HandleProbeUpdate (no goroutine of yours), or select on
 //     Updates(Liveness), Updates(Readiness) and Updates(Startup). The loop

@@ -39,26 +39,30 @@
 //
 //  1. Implement Handler (typically: pod manager + pod workers, mapped as
 //     below).
-//
 //  2. Build the sources and a Loop with New; set RuntimeHealth (a PLEG's
 //     Healthy fits as is), PodsToSync (podworkers' Workers.DuePods fits as
 //     is), OnContainerDied and OnProbeResult (the status manager).
-//
 //  3. Give the loop's producers to the blocks that produce: Loop's
 //     HandlePLEGEvent is a pleg Config.Sink and HandleProbeUpdate a prober
 //     Config.Sink. Both never block and are safe from any goroutine, so the
-//     host runs no forwarding goroutine. The loop is built first; a
-//     RuntimeHealth closure reaches the generator built after it:
-//
-//     var gen *pleg.Generator
-//     loop, _ := syncloop.New(syncloop.Config{Handler: h, Sources: srcs,
-//     RuntimeHealth: func() error { return gen.Healthy() },
-//     PodsToSync:    workers.DuePods})
-//     gen, _ = pleg.New(pleg.Config{Runtime: rt, Sink: loop.HandlePLEGEvent})
-//     probes, _ := prober.New(prober.Config{Runner: rt, Sink: loop.HandleProbeUpdate})
-//
+//     host runs no forwarding goroutine.
 //  4. Run it: go loop.Run(ctx). Report LastIteration on the health
 //     endpoint and use SourcesReady where upstream does.
+//
+// Build in this order: the PLEG's cache, the pod workers, the loop, then
+// the generator (with the cache and the loop's sink); only RuntimeHealth
+// reaches the generator through a closure. Relist once before the loops
+// start, so the runtime is healthy at once:
+//
+//	cache := pleg.NewCache()
+//	workers, _ := podworkers.New(podworkers.Config{Syncer: s, StatusBarrier: cache.WaitNewerThan})
+//	var gen *pleg.Generator
+//	loop, _ := syncloop.New(syncloop.Config{Handler: h, Sources: srcs,
+//		RuntimeHealth: func() error { return gen.Healthy() },
+//		PodsToSync:    workers.DuePods})
+//	gen, _ = pleg.New(pleg.Config{Runtime: rt, Cache: cache, Sink: loop.HandlePLEGEvent})
+//	probes, _ := prober.New(prober.Config{Runner: rt, Sink: loop.HandleProbeUpdate})
+//	_, _ = gen.Relist(ctx)
 //
 // # A Handler over podworkers
 //

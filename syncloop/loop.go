@@ -300,6 +300,19 @@ func (l *Loop) podByUID(uid types.UID) (*v1.Pod, bool) {
 	return l.PodByUID(uid)
 }
 
+// Pods returns the pods of the loop's index (see PodByUID), in no
+// particular order: the desired pods for a host's housekeeping. Safe for
+// concurrent use; the pods must not be modified.
+func (l *Loop) Pods() []*v1.Pod {
+	l.indexMu.RLock()
+	defer l.indexMu.RUnlock()
+	out := make([]*v1.Pod, 0, len(l.index))
+	for _, p := range l.index {
+		out = append(out, p)
+	}
+	return out
+}
+
 // PodByUID returns the pod with uid as the loop last dispatched it (ADD,
 // UPDATE, DELETE, RECONCILE), and false once it was removed or if it never
 // was: the loop's own index of non-mirror pods, upstream's

@@ -181,6 +181,7 @@ func TestPLEGRouting(t *testing.T) {
 	p1, ok := l.PodByUID("u1")
 	require.True(t, ok)
 	require.Equal(t, "p1", p1.Name)
+	require.Equal(t, []*v1.Pod{p1}, l.Pods())
 }
 
 func TestMirrorPodsAreNotResolved(t *testing.T) {
