@@ -36,7 +36,7 @@ type Workers struct {
 	// inBarrier counts syncs waiting in the status barrier, pending the
 	// pods ProcessPending callers work on (Active).
 	inBarrier, pending int
-	wg         sync.WaitGroup
+	wg                 sync.WaitGroup
 	// onIdle, set by tests before Run, is called with mu held whenever the
 	// last worker goroutine exits.
 	onIdle func()
