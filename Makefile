@@ -6,7 +6,7 @@ STAGE               := $(CURDIR)/hack/stage
 # Every Go file tracked or not yet tracked, minus vendored or generated trees.
 GOFILES              = $(shell find . -name '*.go' -not -path './bin/*' -not -path './.git/*')
 
-.PHONY: test containerd-test demo bench pins layering fmt-check vet staticcheck unit integration clean
+.PHONY: test faults containerd-test demo bench pins layering fmt-check vet staticcheck unit integration clean
 
 ## test: everything CI runs — pins, gofmt, go vet, staticcheck, race tests of
 ## the library and of the nested test module (real kube-apiserver).
@@ -37,6 +37,11 @@ unit:
 
 integration:
 	@$(STAGE) "go test -race (test module: kube-apiserver, CRI)" sh -c 'cd test && $(GO) test -race -count=1 ./...'
+
+## faults: the reference agent's fault suite alone (also part of test; the
+## containerd restart scenario runs in containerd-test). About 3 minutes.
+faults:
+	@$(STAGE) "fault suite" sh -c 'cd test && $(GO) test -race -count=1 -run "TestReferenceAgentFault" -v ./integration/ | grep -E "^(=== RUN|--- |ok|FAIL)|_test.go"'
 
 ## containerd-test: the PLEG and reference-agent suites against a private
 ## containerd (root; needs containerd, runc, containernetworking-plugins,
