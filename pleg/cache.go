@@ -215,9 +215,11 @@ func (c *Cache) waiting() int {
 }
 
 // UIDs returns the pods the cache holds a status for: every pod with a
-// sandbox or container in the runtime as of its latest relist, in no
-// particular order. Housekeeping uses it to find runtime pods that no
-// longer have a config.
+// sandbox or container in the runtime as of its latest relist, running or
+// not, in no particular order. Housekeeping uses it to find runtime pods
+// that no longer have a config; kill only those with a ready sandbox or a
+// running container (Get tells), as upstream, or a stopped orphan is
+// killed again at every pass.
 func (c *Cache) UIDs() []types.UID {
 	c.mu.Lock()
 	defer c.mu.Unlock()

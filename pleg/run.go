@@ -67,7 +67,9 @@ func (g *Generator) loop(ctx context.Context) {
 
 // NextRelist tells when Run's next periodic relist is due, on the
 // Generator's clock, while Run waits for it (or for a request); ok is false
-// while a relist is in progress or Run is not running. A test on a fake
+// while a relist is in progress, while a relist request (RequestRelist,
+// RequestReinspect, a runtime event) is not yet taken, or when Run is not
+// running. A test on a fake
 // clock waits until ok before stepping the clock to the returned time: the
 // fake clock also holds the timeouts of runtime calls in flight, so "the
 // clock has waiters" does not mean Run waits.

@@ -61,7 +61,9 @@ type Config struct {
 	// manager returns.
 	PodByUID func(uid types.UID) (*v1.Pod, bool)
 	// OnContainerDied is called for each ContainerDied PLEG event, after the
-	// pod's sync (upstream's cleanUpContainersInPod). Optional.
+	// pod's sync (upstream's cleanUpContainersInPod), also for pods the
+	// loop does not know and for sandboxes (the PLEG reports a stopped
+	// sandbox as a died "container" of its pod). Optional.
 	OnContainerDied func(ctx context.Context, podUID types.UID, containerID containerid.ID)
 	// OnProbeResult is called with each readiness and startup result before
 	// the pod is synced, for the host's status manager (upstream's

@@ -302,7 +302,8 @@ func (l *Loop) podByUID(uid types.UID) (*v1.Pod, bool) {
 
 // Pods returns the pods of the loop's index (see PodByUID), in no
 // particular order: the desired pods for a host's housekeeping. Safe for
-// concurrent use; the pods must not be modified.
+// concurrent use, also from Handler methods (unlike SourcesReady); the
+// pods must not be modified.
 func (l *Loop) Pods() []*v1.Pod {
 	l.indexMu.RLock()
 	defer l.indexMu.RUnlock()
@@ -317,8 +318,8 @@ func (l *Loop) Pods() []*v1.Pod {
 // UPDATE, DELETE, RECONCILE), and false once it was removed or if it never
 // was: the loop's own index of non-mirror pods, upstream's
 // podManager.GetPodByUID view. A host whose pod manager needs no more than
-// this can use it instead of keeping its own map. Safe for concurrent use;
-// the pod must not be modified.
+// this can use it instead of keeping its own map. Safe for concurrent use,
+// also from Handler methods; the pod must not be modified.
 func (l *Loop) PodByUID(uid types.UID) (*v1.Pod, bool) {
 	l.indexMu.RLock()
 	defer l.indexMu.RUnlock()

@@ -3,12 +3,10 @@ package hosts_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,81 +19,21 @@ import (
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clocktesting "k8s.io/utils/clock/testing"
-	utilexec "k8s.io/utils/exec"
 
 	"github.com/nodekit/nodekit/containerid"
 	"github.com/nodekit/nodekit/lease"
 	"github.com/nodekit/nodekit/nodestatus"
 	"github.com/nodekit/nodekit/prober"
+	"github.com/nodekit/nodekit/prober/probertest"
 )
 
-// execRunner is the container runtime's exec, for exec probes: the
-// command exits with the code the test sets.
-type execRunner struct {
-	clk   *clocktesting.FakeClock
-	mu    sync.Mutex
-	code  int
-	calls []time.Duration
-}
-
-var _ prober.CommandRunner = (*execRunner)(nil)
-
-func (r *execRunner) ExecSync(_ context.Context, containerID string, cmd []string, _ time.Duration) ([]byte, []byte, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.calls = append(r.calls, r.clk.Now().Sub(t0))
-	if containerID != "c1" {
-		return nil, nil, fmt.Errorf("no container %q", containerID)
-	}
-	if r.code != 0 {
-		return nil, []byte("unhealthy"), utilexec.CodeExitError{Err: fmt.Errorf("%v exited with %d", cmd, r.code), Code: r.code}
-	}
-	return []byte("ok"), nil, nil
-}
-
-func (r *execRunner) setExitCode(code int) {
-	r.mu.Lock()
-	r.code = code
-	r.mu.Unlock()
-}
-
-func (r *execRunner) callTimes() []time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]time.Duration(nil), r.calls...)
-}
-
-// probeResult is one update received by the prober's Sink.
+// probeResult is one update the prober sent to its Sink, with the
+// simulated time it was seen at.
 type probeResult struct {
 	probe  prober.ProbeType
 	result prober.Result
 	id     containerid.ID
 	at     time.Duration
-}
-
-type probeSink struct {
-	clk     *clocktesting.FakeClock
-	mu      sync.Mutex
-	results []probeResult
-}
-
-// Sink is the prober's Config.Sink: it must not block.
-func (s *probeSink) Sink(t prober.ProbeType, u prober.Update) {
-	s.mu.Lock()
-	s.results = append(s.results, probeResult{t, u.Result, u.ContainerID, s.clk.Now().Sub(t0)})
-	s.mu.Unlock()
-}
-
-func (s *probeSink) of(t prober.ProbeType) []probeResult {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []probeResult
-	for _, r := range s.results {
-		if r.probe == t {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // TestEdgeAgent is an edge agent: node status, lease and probes of one pod,
@@ -138,11 +76,11 @@ func TestEdgeAgent(t *testing.T) {
 		OnRegistered: func(n *v1.Node) { leases.SetNodeUID(n.Name, n.UID) },
 	})
 	require.NoError(t, err)
-	runner := &execRunner{clk: clk}
-	sink := &probeSink{clk: clk}
+	runner := &probertest.Runner{} // the runtime's exec: "/bin/check" exits 0 until scripted
+	rec := &probertest.Recorder{}
 	probes, err := prober.New(prober.Config{
 		Runner: runner,
-		Sink:   sink.Sink,
+		Sink:   rec.Sink,
 		Clock:  clk,
 		Rand:   func() float64 { return 0 }, // first probes at once
 	})
@@ -189,15 +127,19 @@ func TestEdgeAgent(t *testing.T) {
 	// finds no status and waits a whole period (seen 1 in ~100 runs when
 	// Run was started first).
 	waits = append(waits, runBlock(t, ctx, "prober", probes.Run))
+	var execAt, resultAt stamps
 	d := &driver{t: t, clk: clk, accessors: []accessor{
 		{"nodestatus", status.NextSync}, {"lease", leases.NextDue}, {"prober", probes.NextProbe},
+	}, onStep: func(now time.Time) {
+		execAt.see(len(runner.Calls()), now)
+		resultAt.see(rec.Len(), now)
 	}}
 
 	runtimeDown := errors.New("container runtime is down")
 	d.runUntil(time.Minute,
 		action{20 * time.Second, func() { health.Set(runtimeDown); status.Trigger() }},
 		action{25 * time.Second, func() { health.Set(nil); status.Trigger() }},
-		action{25 * time.Second, func() { runner.setExitCode(1) }},
+		action{25 * time.Second, func() { runner.SetExit("/bin/check", 1) }},
 	)
 
 	// The pod status the agent computes now says the container is ready.
@@ -230,11 +172,28 @@ func TestEdgeAgent(t *testing.T) {
 	// Probes: exec liveness every 10s; it failed from 30s on and turned
 	// Failure at the third failure (50s), then held.
 	c1 := containerid.ID{Type: "fake", ID: "c1"}
-	require.Equal(t, []time.Duration{0, 10 * time.Second, 20 * time.Second, 30 * time.Second, 40 * time.Second, 50 * time.Second}, runner.callTimes())
+	calls := runner.Calls()
+	require.Len(t, execAt, len(calls), "every exec happened before the last park")
+	require.Equal(t, []time.Duration{0, 10 * time.Second, 20 * time.Second, 30 * time.Second, 40 * time.Second, 50 * time.Second}, []time.Duration(execAt))
+	for _, c := range calls {
+		require.Equal(t, probertest.Call{ContainerID: "c1", Cmd: []string{"/bin/check"}, Timeout: time.Second}, c)
+	}
+	updates := rec.Updates()
+	require.Len(t, resultAt, len(updates), "every result came before the last park")
+	results := func(probe prober.ProbeType) []probeResult {
+		var out []probeResult
+		for i, u := range updates {
+			if u.Type == probe {
+				require.Equal(t, pod.UID, u.PodUID)
+				out = append(out, probeResult{u.Type, u.Result, u.ContainerID, resultAt[i]})
+			}
+		}
+		return out
+	}
 	require.Equal(t, []probeResult{
 		{prober.Liveness, prober.Success, c1, 0},
 		{prober.Liveness, prober.Failure, c1, 50 * time.Second},
-	}, sink.of(prober.Liveness))
+	}, results(prober.Liveness))
 	res, ok := probes.Result(prober.Liveness, c1)
 	require.True(t, ok)
 	require.Equal(t, prober.Failure, res)
@@ -244,7 +203,7 @@ func TestEdgeAgent(t *testing.T) {
 	require.Equal(t, []probeResult{
 		{prober.Readiness, prober.Failure, c1, 0},
 		{prober.Readiness, prober.Success, c1, 0},
-	}, sink.of(prober.Readiness))
+	}, results(prober.Readiness))
 }
 
 func nodeOwner(node string) []metav1.OwnerReference {

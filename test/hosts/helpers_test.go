@@ -45,9 +45,9 @@ type driver struct {
 	t         *testing.T
 	clk       *clocktesting.FakeClock
 	accessors []accessor
-	// idle reports host-side quiescence the blocks' accessors do not
-	// cover (for example a pod worker goroutine in the Syncer).
-	idle []func() bool
+	// idle, if set, reports host-side quiescence the accessors do not
+	// cover (pod workers: Workers.Active).
+	idle func() bool
 	// explain, if set, describes the host's state when the blocks do not
 	// park.
 	explain func() string
@@ -80,11 +80,9 @@ func (d *driver) park() time.Time {
 			}
 			first[i] = next
 		}
-		for _, idle := range d.idle {
-			if !idle() {
-				lastWhy = "host not idle"
-				return false
-			}
+		if d.idle != nil && !d.idle() {
+			lastWhy = "host not idle"
+			return false
 		}
 		for i, a := range d.accessors {
 			next, ok := a.next()
@@ -126,6 +124,18 @@ func (d *driver) park() time.Time {
 		d.onStep(d.clk.Now())
 	}
 	return earliest
+}
+
+// stamps are the simulated times at which the entries of an append-only
+// log (a fake's recorded calls or updates) appeared. Blocks act only between
+// two parks, at the instant the clock was stepped to, so an entry first seen
+// at a park happened at that park's time: call see from driver.onStep.
+type stamps []time.Duration
+
+func (s *stamps) see(n int, now time.Time) {
+	for len(*s) < n {
+		*s = append(*s, now.Sub(t0))
+	}
 }
 
 // assertEventually polls cond with a short real-time tick: used only to

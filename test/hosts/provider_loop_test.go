@@ -46,127 +46,42 @@ func (c syncCall) String() string {
 // and containers in the CRI runtime, reading runtime state from the PLEG
 // cache (made fresh by the workers' status barrier).
 type provider struct {
-	rt  *critesting.FakeRuntimeService
-	gen *pleg.Generator // set once built, before anything runs
-	clk *clocktesting.FakeClock
-
-	workers *podworkers.Workers
+	rt      *critesting.FakeRuntimeService
+	cache   *pleg.Cache
+	gen     *pleg.Generator // set once built, before anything runs
+	barrier *barrier
+	clk     *clocktesting.FakeClock
 
 	mu    sync.Mutex
-	busy  int // syncs past the barrier and not yet returned
 	calls []syncCall
 	errs  []error
-	// Work handed to the workers and not yet picked up (podworkers has no
-	// accessor for it): kicked counts UpdatePods and phase changes per pod,
-	// seen the value of kicked when the pod's worker last entered the
-	// barrier.
-	kicked, seen map[types.UID]int
-	// waiting holds the pods whose worker waits in the barrier, with the
-	// time their status must be newer than.
-	waiting map[types.UID]time.Time
-}
-
-// kick records that uid's worker has work to pick up. A worker waiting in
-// the barrier takes the latest update when the barrier releases it, so an
-// update delivered meanwhile needs no further barrier call; one that
-// cancels the wait (a kill) makes the barrier fail, which kicks again.
-func (p *provider) kick(uid types.UID) {
-	p.mu.Lock()
-	if _, waiting := p.waiting[uid]; !waiting {
-		p.kicked[uid]++
-	}
-	p.mu.Unlock()
 }
 
 var _ podworkers.Syncer = (*provider)(nil)
 
-// barrier is the workers' StatusBarrier: the PLEG cache's freshness
-// barrier, counting the syncs it lets through.
-func (p *provider) barrier(ctx context.Context, uid types.UID, after time.Time) error {
-	p.mu.Lock()
-	p.seen[uid] = p.kicked[uid]
-	p.waiting[uid] = after
-	p.mu.Unlock()
-	err := p.gen.Cache().WaitNewerThan(ctx, uid, after)
-	p.mu.Lock()
-	delete(p.waiting, uid)
-	if err == nil {
-		p.busy++
-	} else {
-		p.kicked[uid]++ // the worker comes back at once (a kill cancelled the wait)
-	}
-	p.mu.Unlock()
-	return err
-}
-
-func (p *provider) record(method string, uid types.UID, ut podworkers.UpdateType) func(*error) {
-	return p.recordNext(method, uid, ut, 0, nil)
-}
-
-// recordNext records a call; when next reports true on return, the worker
-// moves on to the pod's next phase at once.
-func (p *provider) recordNext(method string, uid types.UID, ut podworkers.UpdateType, grace int64, next func() bool) func(*error) {
+// record records a call; the func it returns ends it.
+func (p *provider) record(method string, uid types.UID, ut podworkers.UpdateType, grace int64) func(*error) {
+	p.barrier.passed(uid)
 	p.mu.Lock()
 	p.calls = append(p.calls, syncCall{method, uid, ut, grace, p.clk.Now().Sub(t0)})
 	p.mu.Unlock()
 	return func(err *error) {
 		// Ask the PLEG to look at the pod now rather than at the next period.
 		p.gen.RequestRelist(uid)
-		if next != nil && *err == nil && next() {
-			p.kick(uid)
-		}
-		p.mu.Lock()
-		p.busy--
 		if *err != nil {
+			p.mu.Lock()
 			p.errs = append(p.errs, fmt.Errorf("%s %s: %w", method, uid, *err))
-		}
-		p.mu.Unlock()
-	}
-}
-
-func (p *provider) idle() bool {
-	p.mu.Lock()
-	if p.busy > 0 {
-		p.mu.Unlock()
-		return false
-	}
-	var pending []types.UID
-	for uid, k := range p.kicked {
-		if k > p.seen[uid] {
-			pending = append(pending, uid)
-		}
-	}
-	// A worker in the barrier is parked only while the cache has nothing
-	// fresh enough for it. GetNewerThan with a done context answers without
-	// waiting (observed, not documented).
-	done, cancel := context.WithCancel(context.Background())
-	cancel()
-	for uid, after := range p.waiting {
-		if _, err := p.gen.Cache().GetNewerThan(done, uid, after); err == nil {
 			p.mu.Unlock()
-			return false
 		}
 	}
-	p.mu.Unlock()
-	for _, uid := range pending {
-		// Finished (or forgotten) pods ignore updates.
-		if s, ok := p.workers.PodState(uid); ok && s != podworkers.StateFinished {
-			return false
-		}
-	}
-	return true
 }
 
-func (p *provider) explain() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var pods []string
-	for uid := range p.kicked {
-		st, ok := p.workers.PodState(uid)
-		after, waiting := p.waiting[uid]
-		pods = append(pods, fmt.Sprintf("%s: kicked %d seen %d state %v/%v waiting %v after %v", uid, p.kicked[uid], p.seen[uid], st, ok, waiting, after.Sub(t0)))
+func transcript(calls []syncCall) []string {
+	var out []string
+	for _, c := range calls {
+		out = append(out, c.String())
 	}
-	return fmt.Sprintf("busy %d; %v; calls %v", p.busy, pods, p.calls)
+	return out
 }
 
 func (p *provider) history(uid types.UID) []syncCall {
@@ -181,13 +96,74 @@ func (p *provider) history(uid types.UID) []syncCall {
 	return out
 }
 
+// barrier is the workers' StatusBarrier: the PLEG cache's WaitNewerThan,
+// watched for the one case Workers.Active leaves to the host: a sync the
+// cache has released (or a kill has cancelled) is not counted until its
+// goroutine runs again. A pod stays listed from its barrier call to its
+// next Syncer call, and the clock must not move while a listed pod is free
+// to go on.
+type barrier struct {
+	cache   *pleg.Cache
+	mu      sync.Mutex
+	waiting map[types.UID]waiter
+	// caught counts the polls at which Active was 0 but a listed pod was
+	// free to go on: the steps this watch prevented.
+	caught int
+}
+
+type waiter struct {
+	ctx   context.Context
+	after time.Time
+}
+
+func (b *barrier) wait(ctx context.Context, uid types.UID, after time.Time) error {
+	b.mu.Lock()
+	b.waiting[uid] = waiter{ctx, after}
+	b.mu.Unlock()
+	return b.cache.WaitNewerThan(ctx, uid, after)
+}
+
+// passed records that uid's worker reached the Syncer.
+func (b *barrier) passed(uid types.UID) {
+	b.mu.Lock()
+	delete(b.waiting, uid)
+	b.mu.Unlock()
+}
+
+// released reports whether a listed pod may go on: its wait was cancelled,
+// or the cache holds status newer than the pod asked for (the pod's own, or
+// the global timestamp).
+func (b *barrier) released() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	global := b.cache.Timestamp()
+	for uid, w := range b.waiting {
+		st, _ := b.cache.Get(uid)
+		if w.ctx.Err() != nil || global.After(w.after) || st.Timestamp.After(w.after) {
+			b.caught++
+			return true
+		}
+	}
+	return false
+}
+
+func (b *barrier) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for uid, w := range b.waiting {
+		out = append(out, fmt.Sprintf("%s after %v (ctx %v)", uid, w.after.Sub(t0), w.ctx.Err()))
+	}
+	return fmt.Sprint(out)
+}
+
 func podLabels(uid types.UID) map[string]string {
 	return map[string]string{pleg.PodUIDLabel: string(uid)}
 }
 
 func (p *provider) SyncPod(ctx context.Context, ut podworkers.UpdateType, pod, _ *v1.Pod) (terminal bool, err error) {
-	defer p.recordNext("SyncPod", pod.UID, ut, 0, func() bool { return terminal })(&err)
-	status, err := p.gen.Cache().Get(pod.UID)
+	defer p.record("SyncPod", pod.UID, ut, 0)(&err)
+	status, err := p.cache.Get(pod.UID)
 	if err != nil {
 		return false, err
 	}
@@ -247,7 +223,7 @@ func (p *provider) SyncPod(ctx context.Context, ut podworkers.UpdateType, pod, _
 
 // stop stops every container and sandbox of uid the cache knows.
 func (p *provider) stop(ctx context.Context, uid types.UID, grace int64) error {
-	status, err := p.gen.Cache().Get(uid)
+	status, err := p.cache.Get(uid)
 	if err != nil {
 		return err
 	}
@@ -269,19 +245,19 @@ func (p *provider) stop(ctx context.Context, uid types.UID, grace int64) error {
 }
 
 func (p *provider) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, grace int64, statusFn podworkers.StatusFunc) (err error) {
-	defer p.recordNext("SyncTerminatingPod", pod.UID, 0, grace, func() bool { return true })(&err)
+	defer p.record("SyncTerminatingPod", pod.UID, 0, grace)(&err)
 	return p.stop(ctx, pod.UID, grace)
 }
 
 func (p *provider) SyncTerminatingRuntimePod(ctx context.Context, pod *podworkers.RuntimePod) (err error) {
-	defer p.recordNext("SyncTerminatingRuntimePod", pod.UID, 0, 0, func() bool { return true })(&err)
+	defer p.record("SyncTerminatingRuntimePod", pod.UID, 0, 0)(&err)
 	return p.stop(ctx, pod.UID, 0)
 }
 
 // SyncTerminatedPod removes what is left of the pod in the runtime.
 func (p *provider) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) (err error) {
-	defer p.record("SyncTerminatedPod", pod.UID, 0)(&err)
-	status, err := p.gen.Cache().Get(pod.UID)
+	defer p.record("SyncTerminatedPod", pod.UID, 0, 0)(&err)
+	status, err := p.cache.Get(pod.UID)
 	if err != nil {
 		return err
 	}
@@ -299,27 +275,27 @@ func (p *provider) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) (err erro
 }
 
 // handler is the syncloop.Handler, mapped onto podworkers as the syncloop
-// package doc describes (no mirror pods, no admission here).
+// package doc describes (no mirror pods, no admission here). The loop's own
+// index is the pod manager: it resolves the pods of syncs, and Loop.Pods
+// are the desired pods.
 type handler struct {
 	workers *podworkers.Workers
-	prov    *provider
-	rt      *critesting.FakeRuntimeService
+	loop    *syncloop.Loop // set once built, before anything runs
+	cache   *pleg.Cache
 
 	mu   sync.Mutex
-	pods map[types.UID]*v1.Pod // the pod manager
 	errs []error
 }
 
 var _ syncloop.Handler = (*handler)(nil)
 
-func (h *handler) update(ctx context.Context, u podworkers.Update) {
-	var uid types.UID
-	if u.Pod != nil {
-		uid = u.Pod.UID
-	} else if u.RunningPod != nil {
-		uid = u.RunningPod.UID
+func (h *handler) update(ctx context.Context, ut podworkers.UpdateType, pods []*v1.Pod) {
+	for _, p := range pods {
+		h.send(ctx, podworkers.Update{Type: ut, Pod: p})
 	}
-	h.prov.kick(uid)
+}
+
+func (h *handler) send(ctx context.Context, u podworkers.Update) {
 	if err := h.workers.UpdatePod(ctx, u); err != nil {
 		h.mu.Lock()
 		h.errs = append(h.errs, err)
@@ -327,82 +303,56 @@ func (h *handler) update(ctx context.Context, u podworkers.Update) {
 	}
 }
 
-func (h *handler) setPods(pods []*v1.Pod, keep bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, p := range pods {
-		if keep {
-			h.pods[p.UID] = p
-		} else {
-			delete(h.pods, p.UID)
-		}
-	}
-}
-
 func (h *handler) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
-	h.setPods(pods, true)
-	for _, p := range pods {
-		h.update(ctx, podworkers.Update{Type: podworkers.UpdateCreate, Pod: p})
-	}
+	h.update(ctx, podworkers.UpdateCreate, pods)
 }
 
 func (h *handler) HandlePodUpdates(ctx context.Context, pods []*v1.Pod) {
-	h.setPods(pods, true)
-	for _, p := range pods {
-		h.update(ctx, podworkers.Update{Type: podworkers.UpdateUpdate, Pod: p})
-	}
+	h.update(ctx, podworkers.UpdateUpdate, pods)
 }
 
 func (h *handler) HandlePodRemoves(ctx context.Context, pods []*v1.Pod) {
-	h.setPods(pods, false)
-	for _, p := range pods {
-		h.update(ctx, podworkers.Update{Type: podworkers.UpdateKill, Pod: p})
-	}
+	h.update(ctx, podworkers.UpdateKill, pods)
 }
 
-func (h *handler) HandlePodReconcile(_ context.Context, pods []*v1.Pod) {
-	h.setPods(pods, true) // no readiness gates, no evictions here
-}
+func (h *handler) HandlePodReconcile(context.Context, []*v1.Pod) {} // no readiness gates, no evictions here
 
 func (h *handler) HandlePodSyncs(ctx context.Context, pods []*v1.Pod) {
-	for _, p := range pods {
-		h.update(ctx, podworkers.Update{Type: podworkers.UpdateSync, Pod: p})
-	}
+	h.update(ctx, podworkers.UpdateSync, pods)
 }
 
 func (h *handler) HandlePodCleanups(ctx context.Context) error {
-	h.mu.Lock()
+	pods := h.loop.Pods()
 	desired := sets.New[types.UID]()
-	var pods []*v1.Pod
-	for uid, p := range h.pods {
-		desired.Insert(uid)
-		pods = append(pods, p)
+	for _, p := range pods {
+		desired.Insert(p.UID)
 	}
-	h.mu.Unlock()
 	known := h.workers.SyncKnownPods(ctx, desired)
 	for _, p := range pods {
 		if _, ok := known[p.UID]; !ok {
-			h.update(ctx, podworkers.Update{Type: podworkers.UpdateCreate, Pod: p})
+			h.send(ctx, podworkers.Update{Type: podworkers.UpdateCreate, Pod: p})
 		}
 	}
-	// Runtime pods with no config. The PLEG cache cannot be enumerated, so
-	// list the runtime.
-	sandboxes, err := h.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
-		State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
-	})
-	if err != nil {
-		return err
-	}
-	for _, sb := range sandboxes {
-		uid := types.UID(sb.Metadata.Uid)
-		if _, ok := known[uid]; ok || desired.Has(uid) {
+	// Running runtime pods with no config.
+	for _, uid := range h.cache.UIDs() {
+		st, _ := h.cache.Get(uid)
+		if _, ok := known[uid]; ok || desired.Has(uid) || !hasReadySandbox(st) {
 			continue
 		}
-		h.update(ctx, podworkers.Update{Type: podworkers.UpdateKill, RunningPod: &podworkers.RuntimePod{
-			UID: uid, Name: sb.Metadata.Name, Namespace: sb.Metadata.Namespace,
+		h.send(ctx, podworkers.Update{Type: podworkers.UpdateKill, RunningPod: &podworkers.RuntimePod{
+			UID: uid, Name: st.Name, Namespace: st.Namespace,
 		}})
 	}
 	return nil
+}
+
+func hasReadySandbox(st *pleg.PodStatus) bool {
+	for _, sb := range st.SandboxStatuses {
+		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			return true
+		}
+	}
+	return false
 }
 
 // runtimeContainers returns the fake runtime's containers of uid by ID.
@@ -435,40 +385,45 @@ func runtimeSandboxes(rt *critesting.FakeRuntimeService, uid types.UID) map[stri
 // restarted, and the removed pod is killed and finished.
 func TestProviderLoop(t *testing.T) {
 	defer goleak.VerifyNone(t)
+	const uid = types.UID("uid-web")
 	clk := clocktesting.NewFakeClock(t0)
 	rt := critesting.NewFakeRuntimeService()
-	prov := &provider{rt: rt, clk: clk, kicked: map[types.UID]int{}, seen: map[types.UID]int{}, waiting: map[types.UID]time.Time{}}
 
+	// The PLEG's cache first: the pod workers wait on it.
+	cache := pleg.NewCache()
+	b := &barrier{cache: cache, waiting: map[types.UID]waiter{}}
+	prov := &provider{rt: rt, cache: cache, barrier: b, clk: clk}
 	workers, err := podworkers.New(podworkers.Config{
 		Syncer:        prov,
-		StatusBarrier: prov.barrier,
+		StatusBarrier: b.wait,
 		Clock:         clk,
 		ResyncJitter:  -1,
 		BackOffJitter: -1,
 	})
 	require.NoError(t, err)
-	prov.workers = workers
-	h := &handler{workers: workers, prov: prov, rt: rt, pods: map[types.UID]*v1.Pod{}}
+	h := &handler{workers: workers, cache: cache}
 
 	var diedMu sync.Mutex
-	var died []containerid.ID
+	died := map[types.UID][]containerid.ID{}
 	var gen *pleg.Generator
 	loop, err := syncloop.New(syncloop.Config{
 		Handler:         h,
 		ExternalSources: []string{syncloop.APIServerSourceName},
 		RuntimeHealth:   func() error { return gen.Healthy() },
 		PodsToSync:      workers.DuePods,
-		OnContainerDied: func(_ context.Context, _ types.UID, id containerid.ID) {
+		OnContainerDied: func(_ context.Context, uid types.UID, id containerid.ID) {
 			diedMu.Lock()
-			died = append(died, id)
+			died[uid] = append(died[uid], id)
 			diedMu.Unlock()
 		},
 		Clock: clk,
 	})
 	require.NoError(t, err)
+	h.loop = loop
 	gen, err = pleg.New(pleg.Config{
 		Runtime:     rt,
 		RuntimeName: "fake",
+		Cache:       cache,
 		Sink:        loop.HandlePLEGEvent,
 		Clock:       clk,
 	})
@@ -477,21 +432,38 @@ func TestProviderLoop(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	// The PLEG first: Healthy() is an error until its first relist, and a
-	// loop started before that backs off 100ms before dispatching.
-	d := &driver{t: t, clk: clk, accessors: []accessor{{"pleg", gen.NextRelist}}}
-	waits := []func(){runBlock(t, ctx, "pleg", gen.Run)}
-	d.park()
+	// A pod the runtime still runs from before, with no config anywhere:
+	// housekeeping finds it in the PLEG cache and kills it.
+	const orphan = types.UID("uid-orphan")
+	orphanSandbox := &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: "old", Namespace: "default", Uid: string(orphan)},
+		Labels:   podLabels(orphan),
+	}
+	sb, err := rt.RunPodSandbox(ctx, orphanSandbox, "")
+	require.NoError(t, err)
+	orphanID, err := rt.CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "app"}, Image: &runtimeapi.ImageSpec{Image: "old:1"}, Labels: podLabels(orphan),
+	}, orphanSandbox)
+	require.NoError(t, err)
+	require.NoError(t, rt.StartContainer(ctx, orphanID))
+
+	// Relist once before the loops start: Healthy fails until then.
+	_, err = gen.Relist(ctx)
+	require.NoError(t, err)
 	require.NoError(t, gen.Healthy())
-	waits = append(waits,
+	waits := []func(){
+		runBlock(t, ctx, "pleg", gen.Run),
 		runBlock(t, ctx, "podworkers", workers.Run),
 		runBlock(t, ctx, "syncloop", loop.Run),
-	)
-	d.accessors = append(d.accessors, accessor{"syncloop", loop.NextIteration})
-	d.idle = append(d.idle, prov.idle)
-	d.explain = prov.explain
+	}
+	d := &driver{t: t, clk: clk,
+		accessors: []accessor{{"pleg", gen.NextRelist}, {"syncloop", loop.NextIteration}},
+		idle:      func() bool { return workers.Active() == 0 && !b.released() }, // Active first
+		explain: func() string {
+			return fmt.Sprintf("active %d; barrier %v; calls %v", workers.Active(), b, prov.history(uid))
+		},
+	}
 	var states []podworkers.State
-	const uid = types.UID("uid-web")
 	d.onStep = func(time.Time) {
 		if s, ok := workers.PodState(uid); ok && (len(states) == 0 || states[len(states)-1] != s) {
 			states = append(states, s)
@@ -518,6 +490,11 @@ func TestProviderLoop(t *testing.T) {
 			require.Equal(t, map[string]runtimeapi.ContainerState{firstID: runtimeapi.ContainerState_CONTAINER_RUNNING}, runtimeContainers(rt, uid))
 		}},
 	)
+	// The orphan was killed by the first housekeeping, once, and stays
+	// stopped (a stopped runtime pod is not killed again).
+	require.Equal(t, []string{"2s SyncTerminatingRuntimePod"}, transcript(prov.history(orphan)))
+	require.Equal(t, map[string]runtimeapi.PodSandboxState{sb: runtimeapi.PodSandboxState_SANDBOX_NOTREADY}, runtimeSandboxes(rt, orphan))
+	require.Equal(t, map[string]runtimeapi.ContainerState{orphanID: runtimeapi.ContainerState_CONTAINER_EXITED}, runtimeContainers(rt, orphan))
 	before := len(prov.history(uid))
 
 	// The container exits.
@@ -527,7 +504,10 @@ func TestProviderLoop(t *testing.T) {
 	rt.Unlock()
 	d.runUntil(10 * time.Second)
 	diedMu.Lock()
-	require.Equal(t, []containerid.ID{{Type: "fake", ID: firstID}}, died, "OnContainerDied")
+	require.Equal(t, map[types.UID][]containerid.ID{
+		uid:    {{Type: "fake", ID: firstID}},
+		orphan: {{Type: "fake", ID: sb}, {Type: "fake", ID: orphanID}}, // PLEG events of pods without config too
+	}, died, "OnContainerDied")
 	diedMu.Unlock()
 	afterExit := prov.history(uid)[before:]
 	require.NotEmpty(t, afterExit)
@@ -564,12 +544,15 @@ func TestProviderLoop(t *testing.T) {
 	require.Empty(t, runtimeSandboxes(rt, uid))
 	_, known := workers.PodState(uid)
 	require.False(t, known, "housekeeping (SyncKnownPods) forgot the finished pod")
+	require.Empty(t, loop.Pods())
+	require.Equal(t, []types.UID{orphan}, cache.UIDs(), "the web pod left the PLEG cache")
+	require.Len(t, prov.history(orphan), 1, "the stopped orphan was not killed again")
 
 	cancel()
 	for _, wait := range waits {
 		wait()
 	}
-	t.Logf("clock steps: %d, polls with an unarmed timer: %d", d.steps, d.unarmed)
+	t.Logf("clock steps: %d, polls with an unarmed timer: %d, with Active 0 and a released barrier: %d", d.steps, d.unarmed, b.caught)
 	require.Empty(t, prov.errs)
 	require.Empty(t, h.errs)
 	// The whole life of the pod, as the provider saw it, typically:
@@ -585,12 +568,9 @@ func TestProviderLoop(t *testing.T) {
 	// second then costs one more sync a relist period later (seen about once
 	// in 200 runs), so only the first sync is pinned here; the others are
 	// checked above.
-	var transcript []string
-	for _, c := range prov.history(uid) {
-		transcript = append(transcript, c.String())
-	}
-	t.Log(transcript)
-	require.Equal(t, []string{"0s SyncPod create", "1s SyncPod sync"}, transcript[:2])
+	life := transcript(prov.history(uid))
+	t.Log(life)
+	require.Equal(t, []string{"0s SyncPod create", "1s SyncPod sync"}, life[:2])
 	for _, c := range prov.history(uid)[1:] {
 		if c.method == "SyncPod" {
 			require.Equal(t, podworkers.UpdateSync, c.update)
