@@ -85,7 +85,7 @@ func (c *Controller) renewAndReschedule(ctx context.Context, e *entry, due time.
 		e.failures++
 		e.due = end.Add(Backoff(e.failures, c.cfg.BackoffInitial, c.cfg.BackoffMax))
 	}
-	failures := e.failures
+	failures, retryIn := e.failures, e.due.Sub(end)
 	if !e.removed {
 		heap.Push(&c.queue, e)
 		c.nudge()
@@ -94,7 +94,7 @@ func (c *Controller) renewAndReschedule(ctx context.Context, e *entry, due time.
 
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Failed to renew lease, will retry",
-			"lease", klog.KRef(c.cfg.Namespace, e.name), "failures", failures, "retryIn", e.due.Sub(end))
+			"lease", klog.KRef(c.cfg.Namespace, e.name), "failures", failures, "retryIn", retryIn)
 		if failures >= 2 && c.cfg.OnRepeatedFailure != nil {
 			c.cfg.OnRepeatedFailure(e.name, err)
 		}

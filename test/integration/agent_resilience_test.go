@@ -353,13 +353,23 @@ func TestReferenceAgentFaultDuplicateNodeName(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, idA, n.Annotations[agent.AnnotationAgentID], "the first agent keeps its node")
 
-	// The same agent restarted on its state is the same agent.
+	// A clean stop releases the node: the annotation goes, and the same
+	// agent restarted on its state (or any agent) starts at once.
 	require.NoError(t, first.stop(t))
+	n, err = admin.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.NotContains(t, n.Annotations, agent.AnnotationAgentID, "released on a clean stop")
 	first = startAgent(t, node, sim, rootA, nil)
 	require.Eventually(t, func() bool { return leaseRenewTime(t, admin, node).After(time.Now().Add(-2 * time.Second)) }, 30*time.Second, 50*time.Millisecond)
 	require.NoError(t, first.stop(t))
 
-	// The first agent is gone and its lease expired: the second takes over.
+	// The first agent crashed (its claim stays: put it back as a crash
+	// would have left it) and its lease expired: the second takes over.
+	n, err = admin.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	require.NoError(t, err)
+	n.Annotations[agent.AnnotationAgentID] = idA
+	_, err = admin.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{})
+	require.NoError(t, err)
 	l, err := admin.CoordinationV1().Leases("kube-node-lease").Get(context.Background(), node, metav1.GetOptions{})
 	require.NoError(t, err)
 	l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now().Add(-time.Minute)}

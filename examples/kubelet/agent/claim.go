@@ -14,6 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/nodekit/nodekit/lease"
@@ -123,4 +124,21 @@ func (a *Agent) claimSetter(ctx context.Context, _ time.Time, node *v1.Node) err
 		a.stop(err)
 	}
 	return err
+}
+
+// releaseNode removes this agent's identity from the Node on a clean stop,
+// so that another agent (a new state directory, another host) may start at
+// once instead of waiting for the Lease to expire. The patch applies only
+// while the Node still names this agent. A crash leaves the claim; the same
+// agent restarted on its state is still the same agent.
+func (a *Agent) releaseNode(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	key := strings.ReplaceAll(AnnotationAgentID, "/", "~1")
+	patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/annotations/%s","value":%q},{"op":"remove","path":"/metadata/annotations/%s"}]`,
+		key, a.agentID, key)
+	_, err := a.client.CoreV1().Nodes().Patch(ctx, a.opts.NodeName, types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
+		klog.FromContext(ctx).Error(err, "Could not release the node; another agent must wait for its lease to expire", "node", a.opts.NodeName)
+	}
 }

@@ -62,7 +62,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	klog.FromContext(ctx).Info("Node agent running", "node", a.opts.NodeName, "cluster", a.client != nil, "simulator", a.sim != nil)
 	<-ctx.Done()
 	wg.Wait()
-	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+	err := context.Cause(ctx)
+	if a.nodeStatus != nil && !errors.Is(err, ErrNodeClaimed) {
+		a.releaseNode(context.WithoutCancel(ctx))
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return nil
