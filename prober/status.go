@@ -58,12 +58,13 @@ func (s *podStatus) find(name string) (containerState, bool) {
 //     otherwise, unless it has a readiness probe and pod was not Ready.
 //   - A non-sidecar init container is ready once it exited with code 0.
 func (m *Manager) UpdatePodStatus(ctx context.Context, pod *v1.Pod, status *v1.PodStatus) {
+	var triggers []probeKey // run once the probes can see this status
 	for i := range status.ContainerStatuses {
 		c := &status.ContainerStatuses[i]
 		started := m.isStarted(pod, c)
 		c.Started = &started
 		if started {
-			c.Ready = m.isReady(ctx, pod, c, containerSpec(pod.Spec.Containers, c.Name))
+			c.Ready = m.isReady(ctx, pod, c, containerSpec(pod.Spec.Containers, c.Name), &triggers)
 		}
 	}
 	for i := range status.InitContainerStatuses {
@@ -82,13 +83,18 @@ func (m *Manager) UpdatePodStatus(ctx context.Context, pod *v1.Pod, status *v1.P
 			continue
 		}
 		if started {
-			c.Ready = m.isReady(ctx, pod, c, spec)
+			c.Ready = m.isReady(ctx, pod, c, spec, &triggers)
 		}
 	}
 	snap := snapshot(pod, status)
 	m.mu.Lock()
 	m.pods[pod.UID] = snap
 	m.mu.Unlock()
+	// After the snapshot: a triggered readiness probe that read the
+	// previous one would find its container not started and wait a period.
+	for _, key := range triggers {
+		m.trigger(key)
+	}
 }
 
 func (m *Manager) isStarted(pod *v1.Pod, c *v1.ContainerStatus) bool {
@@ -104,7 +110,7 @@ func (m *Manager) isStarted(pod *v1.Pod, c *v1.ContainerStatus) bool {
 	return !m.hasWorker(probeKey{pod: pod.UID, container: c.Name, probe: Startup})
 }
 
-func (m *Manager) isReady(ctx context.Context, pod *v1.Pod, c *v1.ContainerStatus, spec *v1.Container) bool {
+func (m *Manager) isReady(ctx context.Context, pod *v1.Pod, c *v1.ContainerStatus, spec *v1.Container, triggers *[]probeKey) bool {
 	if c.State.Running == nil {
 		return false
 	}
@@ -116,7 +122,7 @@ func (m *Manager) isReady(ctx context.Context, pod *v1.Pod, c *v1.ContainerStatu
 	ready := !m.hasWorker(key)
 	if !ready {
 		klog.FromContext(ctx).V(5).Info("Triggering readiness probe", "pod", klog.KObj(pod), "containerName", c.Name)
-		m.trigger(key)
+		*triggers = append(*triggers, key)
 	}
 	started := c.State.Running.StartedAt.Time
 	if spec != nil && !started.IsZero() && started.Before(m.start.Add(-restartGrace)) {

@@ -161,6 +161,21 @@ func leaseRenewTime(t *testing.T, cs kubernetes.Interface, node string) time.Tim
 	return l.Spec.RenewTime.Time
 }
 
+// hasEvent reports whether an event with reason was recorded on the named
+// object (a pod in default, or a node).
+func hasEvent(cs kubernetes.Interface, object, reason string) bool {
+	evs, err := cs.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + object})
+	if err != nil {
+		return false
+	}
+	for _, e := range evs.Items {
+		if e.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
+
 func deletePodNow(t *testing.T, cs kubernetes.Interface, name string) {
 	grace := int64(0)
 	_ = cs.CoreV1().Pods("default").Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
@@ -423,18 +438,8 @@ func TestReferenceAgentFaultDiskFull(t *testing.T) {
 	require.Eventually(t, func() bool { return nodeCondition(t, admin, node, v1.NodeDiskPressure) == v1.ConditionTrue }, 60*time.Second, 100*time.Millisecond,
 		"DiskPressure reported")
 	pressureAfter := time.Since(full)
-	require.Eventually(t, func() bool {
-		evs, err := admin.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + node})
-		if err != nil {
-			return false
-		}
-		for _, e := range evs.Items {
-			if e.Reason == "EvictionThresholdMet" {
-				return true
-			}
-		}
-		return false
-	}, 30*time.Second, 100*time.Millisecond, "an EvictionThresholdMet event on the node")
+	require.Eventually(t, func() bool { return hasEvent(admin, node, "EvictionThresholdMet") }, 30*time.Second, 100*time.Millisecond,
+		"an EvictionThresholdMet event on the node")
 
 	createPod(t, admin, simplePod("disk-refused", node, v1.RestartPolicyAlways))
 	defer deletePodNow(t, admin, "disk-refused")
@@ -616,4 +621,60 @@ func TestReferenceAgentFaultClockSteps(t *testing.T) {
 	p := getPod(t, admin, "clock-probed")
 	assert.Zero(t, p.Status.ContainerStatuses[0].RestartCount, "the probed container was never restarted")
 	assert.True(t, strings.HasSuffix(p.Status.ContainerStatuses[0].ContainerID, "://"+id))
+}
+
+// TestReferenceAgentFaultRestartMidVolumeSetup: the agent stops while a
+// pod's volume setup waits (its configMap does not exist yet); the
+// configMap appears while no agent runs; the restarted agent sets the
+// volume up once and runs the pod. The pod's volume directory holds the
+// configMap's data, nothing else is left under the root directory, and a
+// deleted pod's directory is removed.
+func TestReferenceAgentFaultRestartMidVolumeSetup(t *testing.T) {
+	const node = "fault-volume"
+	admin := srv.AdminClient()
+	ensureDefaultServiceAccount(t, admin, "default")
+	sim := crisim.New(crisim.Config{})
+	root := t.TempDir()
+	w := &apiWatch{}
+	r := startAgent(t, node, sim, root, w)
+	pod := simplePod("vol-wait", node, v1.RestartPolicyAlways)
+	pod.Spec.Volumes = []v1.Volume{{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
+		LocalObjectReference: v1.LocalObjectReference{Name: "vol-wait-cm"}}}}}
+	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "cfg", MountPath: "/cfg"}}
+	created, err := admin.CoreV1().Pods("default").Create(context.Background(), pod, metav1.CreateOptions{})
+	require.NoError(t, err)
+	defer deletePodNow(t, admin, "vol-wait")
+	require.Eventually(t, func() bool { return hasEvent(admin, "vol-wait", "FailedMount") }, 45*time.Second, 100*time.Millisecond,
+		"volume setup waits for the configMap")
+	require.Zero(t, sim.Calls("CreateContainer"), "no container before its volumes")
+
+	require.NoError(t, r.stop(t))
+	_, err = admin.CoreV1().ConfigMaps("default").Create(context.Background(), &v1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "vol-wait-cm"}, Data: map[string]string{"key": "value"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	defer func() {
+		_ = admin.CoreV1().ConfigMaps("default").Delete(context.Background(), "vol-wait-cm", metav1.DeleteOptions{})
+	}()
+	restarted := time.Now()
+	r = startAgent(t, node, sim, root, w)
+	defer func() { require.NoError(t, r.stop(t)) }()
+	runningID(t, admin, "vol-wait")
+	converged := time.Since(restarted)
+	podDir := filepath.Join(root, "pods", string(created.UID))
+	data, err := os.ReadFile(filepath.Join(podDir, "volumes", "kubernetes.io~configmap", "cfg", "key"))
+	require.NoError(t, err)
+	assert.Equal(t, "value", string(data))
+	assert.Equal(t, 1, sim.Calls("CreateContainer"), "one container, created once")
+	pods, err := os.ReadDir(filepath.Join(root, "pods"))
+	require.NoError(t, err)
+	assert.Len(t, pods, 1, "one pod directory")
+
+	grace := int64(0)
+	require.NoError(t, admin.CoreV1().Pods("default").Delete(context.Background(), "vol-wait", metav1.DeleteOptions{GracePeriodSeconds: &grace}))
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(podDir)
+		return errors.Is(err, os.ErrNotExist)
+	}, 45*time.Second, 100*time.Millisecond, "the deleted pod's directory is removed")
+	t.Logf("restart mid volume setup: converged %v after the new agent started", converged.Round(time.Millisecond))
+	assert.Empty(t, w.forbiddenExcept("vol-wait"), "403s for the node identity")
 }
