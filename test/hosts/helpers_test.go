@@ -213,10 +213,7 @@ func newAPIServer(clk *clocktesting.FakeClock) *apiServer {
 	})
 	s.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		c := apiCall{verb: a.GetVerb(), resource: a.GetResource().Resource, subresource: a.GetSubresource(), at: clk.Now().Sub(t0)}
-		switch a := a.(type) {
-		case k8stesting.CreateAction:
-			c.obj = a.GetObject().DeepCopyObject()
-		case k8stesting.UpdateAction:
+		if a, ok := a.(interface{ GetObject() runtime.Object }); ok { // create and update
 			c.obj = a.GetObject().DeepCopyObject()
 		}
 		s.mu.Lock()
