@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodekit/nodekit/internal/broadcast"
 	"github.com/nodekit/nodekit/podworkers"
 )
 
@@ -34,7 +35,7 @@ type Barrier struct {
 	held    int
 	holds   map[types.UID]*gate
 	errs    map[types.UID]error
-	changed signal
+	changed broadcast.Signal
 }
 
 // Wait has the podworkers.StatusBarrier signature. It records the call;
@@ -48,13 +49,13 @@ func (b *Barrier) Wait(ctx context.Context, uid types.UID, after time.Time) erro
 	if g != nil {
 		b.held++
 	}
-	b.changed.fire()
+	b.changed.Fire()
 	b.mu.Unlock()
 	if g != nil {
 		defer func() {
 			b.mu.Lock()
 			b.held--
-			b.changed.fire()
+			b.changed.Fire()
 			b.mu.Unlock()
 		}()
 		select {
@@ -130,7 +131,7 @@ func (b *Barrier) WaitHeld(ctx context.Context, n int) error {
 	for {
 		b.mu.Lock()
 		have := b.held
-		ch := b.changed.wait()
+		ch := b.changed.Wait()
 		b.mu.Unlock()
 		if have >= n {
 			return nil

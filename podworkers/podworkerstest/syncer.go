@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodekit/nodekit/internal/broadcast"
 	"github.com/nodekit/nodekit/podworkers"
 )
 
@@ -100,7 +101,7 @@ type Syncer struct {
 	errs     map[key]error
 	terminal map[types.UID]bool
 	blocks   map[key]*gate
-	changed  signal
+	changed  broadcast.Signal
 }
 
 // SyncPod implements podworkers.Syncer. It returns the error scripted with
@@ -139,12 +140,12 @@ func (s *Syncer) do(ctx context.Context, c Call) (terminal bool, err error) {
 	s.calls = append(s.calls, c)
 	s.inFlight++
 	g := s.blocks[k]
-	s.changed.fire()
+	s.changed.Fire()
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		s.inFlight--
-		s.changed.fire()
+		s.changed.Fire()
 		s.mu.Unlock()
 	}()
 	if g != nil {
@@ -269,7 +270,7 @@ func (s *Syncer) WaitCalls(ctx context.Context, n int) ([]Call, error) {
 	for {
 		s.mu.Lock()
 		calls := slices.Clone(s.calls)
-		ch := s.changed.wait()
+		ch := s.changed.Wait()
 		s.mu.Unlock()
 		if len(calls) >= n {
 			return calls, nil
@@ -289,7 +290,7 @@ func (s *Syncer) WaitInFlight(ctx context.Context, n int) error {
 	for {
 		s.mu.Lock()
 		have := s.inFlight
-		ch := s.changed.wait()
+		ch := s.changed.Wait()
 		s.mu.Unlock()
 		if have >= n {
 			return nil

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodekit/nodekit/internal/broadcast"
 	"github.com/nodekit/nodekit/syncloop"
 )
 
@@ -82,7 +83,7 @@ type Handler struct {
 
 	mu      sync.Mutex
 	ops     []Op
-	changed signal
+	changed broadcast.Signal
 }
 
 // HandlePodAdditions implements syncloop.PodConfigHandler; it records a
@@ -136,7 +137,7 @@ func (h *Handler) record(kind Kind, pods []*v1.Pod) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.ops = append(h.ops, op)
-	h.changed.fire()
+	h.changed.Fire()
 }
 
 // Take returns the recorded ops, in call order, and forgets them.
@@ -169,7 +170,7 @@ func (h *Handler) Wait(ctx context.Context, n int) ([]Op, error) {
 			return ops, nil
 		}
 		ops := slices.Clone(h.ops)
-		ch := h.changed.wait()
+		ch := h.changed.Wait()
 		h.mu.Unlock()
 		select {
 		case <-ch:

@@ -95,16 +95,21 @@ type agentRun struct {
 }
 
 // startAgent starts the reference agent for node on sim with its state in
-// rootDir; w (optional) wraps its API transport.
-func startAgent(t *testing.T, node string, sim *crisim.Sim, rootDir string, w *apiWatch) *agentRun {
+// rootDir; w (optional) wraps its API transport, adjust (optional) changes
+// the options.
+func startAgent(t *testing.T, node string, sim *crisim.Sim, rootDir string, w *apiWatch, adjust ...func(*agent.Options)) *agentRun {
 	t.Helper()
 	kube := srv.NodeConfig(node)
 	if w != nil {
 		kube.WrapTransport = w.wrap
 	}
+	opts := agent.Options{NodeName: node, Kube: kube, Sim: sim, HTTPAddr: "127.0.0.1:0",
+		RootDir: rootDir, PodManifestPath: t.TempDir(), MemoryCapacity: 4 << 30}
+	for _, f := range adjust {
+		f(&opts)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := agent.New(ctx, agent.Options{NodeName: node, Kube: kube, Sim: sim, HTTPAddr: "127.0.0.1:0",
-		RootDir: rootDir, PodManifestPath: t.TempDir(), MemoryCapacity: 4 << 30})
+	a, err := agent.New(ctx, opts)
 	require.NoError(t, err)
 	r := &agentRun{a: a, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- a.Run(ctx) }()
@@ -413,18 +418,11 @@ func TestReferenceAgentFaultDiskFull(t *testing.T) {
 	root := t.TempDir()
 	require.NoError(t, syscall.Mount("tmpfs", root, "tmpfs", 0, "size=4m"))
 	defer func() { _ = syscall.Unmount(root, syscall.MNT_DETACH) }()
-	kube := srv.NodeConfig(node)
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := agent.New(ctx, agent.Options{NodeName: node, Kube: kube, Sim: crisim.New(crisim.Config{}), HTTPAddr: "127.0.0.1:0",
-		RootDir: root, PodManifestPath: t.TempDir(), MemoryCapacity: 4 << 30,
-		EvictionHard: "nodefs.available<20%", EvictionPressureTransitionPeriod: 5 * time.Second})
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		require.NoError(t, <-done)
-	}()
+	r := startAgent(t, node, crisim.New(crisim.Config{}), root, nil, func(o *agent.Options) {
+		o.EvictionHard, o.EvictionPressureTransitionPeriod = "nodefs.available<20%", 5*time.Second
+	})
+	defer func() { require.NoError(t, r.stop(t)) }()
+	a := r.a
 	require.Eventually(t, func() bool { return nodeCondition(t, admin, node, v1.NodeReady) == v1.ConditionTrue }, 30*time.Second, 50*time.Millisecond)
 	assert.Equal(t, v1.ConditionFalse, nodeCondition(t, admin, node, v1.NodeDiskPressure))
 
@@ -501,17 +499,9 @@ func TestReferenceAgentFaultHostileManifests(t *testing.T) {
 	write("bigenv.json", static("bigenv", []string{c("app", `,"env":[{"name":"BIG","value":"`+strings.Repeat("v", 2<<20)+`"}]`)}))
 	write("garbage.json", "\x00\x01 this is not a pod {{{")
 
-	kube := srv.NodeConfig(node)
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := agent.New(ctx, agent.Options{NodeName: node, Kube: kube, Sim: crisim.New(crisim.Config{}), HTTPAddr: "127.0.0.1:0",
-		RootDir: t.TempDir(), PodManifestPath: dir, MemoryCapacity: 4 << 30})
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		require.NoError(t, <-done)
-	}()
+	r := startAgent(t, node, crisim.New(crisim.Config{}), t.TempDir(), nil, func(o *agent.Options) { o.PodManifestPath = dir })
+	defer func() { require.NoError(t, r.stop(t)) }()
+	a := r.a
 	mirror := "normal-" + node
 	require.Eventually(t, func() bool {
 		p := getPod(t, admin, mirror)
@@ -585,16 +575,9 @@ func TestReferenceAgentFaultClockSteps(t *testing.T) {
 	admin := srv.AdminClient()
 	ensureDefaultServiceAccount(t, admin, "default")
 	clk := &jumpingClock{}
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := agent.New(ctx, agent.Options{NodeName: node, Kube: srv.NodeConfig(node), Sim: crisim.New(crisim.Config{}),
-		HTTPAddr: "127.0.0.1:0", RootDir: t.TempDir(), PodManifestPath: t.TempDir(), MemoryCapacity: 4 << 30, Clock: clk})
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		require.NoError(t, <-done)
-	}()
+	r := startAgent(t, node, crisim.New(crisim.Config{}), t.TempDir(), nil, func(o *agent.Options) { o.Clock = clk })
+	defer func() { require.NoError(t, r.stop(t)) }()
+	a := r.a
 	pod := simplePod("clock-probed", node, v1.RestartPolicyAlways)
 	pod.Spec.Containers[0].LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}},
 		PeriodSeconds: 1, InitialDelaySeconds: 1}
