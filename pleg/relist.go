@@ -110,12 +110,16 @@ func (g *Generator) RelistPod(ctx context.Context, uid types.UID) (RelistResult,
 	defer func() { g.m.podRelisted(g.clock.Since(start)) }()
 	var res RelistResult
 
-	entries, err := g.listPod(ctx, uid)
+	rec, known := g.records[uid]
+	var prev [][]entry
+	if known {
+		prev = [][]entry{rec.old, rec.cur}
+	}
+	entries, err := g.listPod(ctx, uid, prev...)
 	if err != nil {
 		return res, fmt.Errorf("pleg: relist pod %s: %w", uid, err)
 	}
 	g.takeReinspections()
-	rec, known := g.records[uid]
 	if !known {
 		if len(entries) == 0 {
 			g.cache.SetObservedTime(uid, start)
@@ -137,11 +141,20 @@ func (g *Generator) RelistPod(ctx context.Context, uid types.UID) (RelistResult,
 	return res, nil
 }
 
-// listPod lists the sandboxes labelled with uid, their containers, and the
-// containers labelled with uid whose sandbox is not among them — the pod's
-// share of a full listing as group assigns it, so that a single-pod relist
-// and a full one never disagree about a container.
-func (g *Generator) listPod(ctx context.Context, uid types.UID) ([]entry, error) {
+// listPod lists the sandboxes labelled with uid and their containers, and,
+// when that cannot be the whole pod, the containers labelled with uid whose
+// sandbox is not among them — the pod's share of a full listing as group
+// assigns it, so that a single-pod relist and a full one never disagree
+// about a container. known are the pod's previous listings.
+//
+// The labelled listing makes the runtime match every container's labels,
+// the costliest call of the three on a busy node, and containers outside
+// their pod's sandboxes are rare (a sandbox removed under them, or another
+// client). So it is made only when no sandbox was found or when a container
+// of known is missing from the sandboxes' listings; a container appearing
+// outside the pod's sandboxes any other way is found by the next full
+// relist.
+func (g *Generator) listPod(ctx context.Context, uid types.UID, known ...[]entry) ([]entry, error) {
 	cctx, cancel := clockctx.WithTimeout(ctx, g.clock, g.cfg.RuntimeRequestTimeout)
 	defer cancel()
 	sandboxes, err := g.rt.ListPodSandbox(cctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{PodUIDLabel: string(uid)}})
@@ -164,6 +177,9 @@ func (g *Generator) listPod(ctx context.Context, uid types.UID) ([]entry, error)
 			entries = append(entries, entry{id: c.Id, state: ContainerState(c.State)})
 		}
 	}
+	if len(ours) > 0 && !slices.ContainsFunc(known, func(k []entry) bool { return missingContainer(k, entries) }) {
+		return entries, nil
+	}
 	labelled, err := g.rt.ListContainers(cctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{PodUIDLabel: string(uid)}})
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", callErr(cctx, err))
@@ -174,6 +190,19 @@ func (g *Generator) listPod(ctx context.Context, uid types.UID) ([]entry, error)
 		}
 	}
 	return entries, nil
+}
+
+// missingContainer reports whether a container of known is not in listed.
+func missingContainer(known, listed []entry) bool {
+	for _, k := range known {
+		if k.sandbox {
+			continue
+		}
+		if !slices.ContainsFunc(listed, func(l entry) bool { return l.id == k.id }) {
+			return true
+		}
+	}
+	return false
 }
 
 // inspect fetches the statuses of work's pods and applies each pod as soon

@@ -365,3 +365,48 @@ func TestRelistPodAgreesWithFullRelist(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, drain(g))
 }
+
+// labelCounter counts the ListContainers calls that filter by label.
+type labelCounter struct {
+	RuntimeService
+	labelled int
+}
+
+func (c *labelCounter) ListContainers(ctx context.Context, f *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	if len(f.GetLabelSelector()) > 0 {
+		c.labelled++
+	}
+	return c.RuntimeService.ListContainers(ctx, f)
+}
+
+// TestRelistPodLabelledListingOnlyWhenNeeded: a single-pod relist of a pod
+// whose containers are all in its sandboxes skips the labelled listing (a
+// scan of every container in the runtime); it is made for a pod without a
+// sandbox and when a known container is missing from the sandboxes.
+func TestRelistPodLabelledListingOnlyWhenNeeded(t *testing.T) {
+	rt := newFakeRuntime(1, 2)
+	uid := types.UID(rt.sandboxes[0].Metadata.Uid)
+	c := &labelCounter{RuntimeService: rt}
+	g, err := New(Config{Runtime: c, RuntimeName: "fake"})
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = g.Relist(ctx)
+	require.NoError(t, err)
+	drain(g)
+	c.labelled = 0
+
+	rt.containers[0].State = runtimeapi.ContainerState_CONTAINER_EXITED
+	_, err = g.RelistPod(ctx, uid)
+	require.NoError(t, err)
+	require.Contains(t, drain(g), PodLifecycleEvent{ID: uid, Type: ContainerDied, ContainerID: containerid.ID{Type: "fake", ID: rt.containers[0].Id}})
+	require.Zero(t, c.labelled, "every known container is in the pod's sandbox")
+
+	rt.containers = rt.containers[1:]
+	_, err = g.RelistPod(ctx, uid)
+	require.NoError(t, err)
+	require.Equal(t, 1, c.labelled, "a known container is gone from the sandbox: is it elsewhere?")
+
+	_, err = g.RelistPod(ctx, "unknown")
+	require.NoError(t, err)
+	require.Equal(t, 2, c.labelled, "no sandbox: only the labels can find the pod's containers")
+}
