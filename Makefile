@@ -6,7 +6,7 @@ STAGE               := $(CURDIR)/hack/stage
 # Every Go file tracked or not yet tracked, minus vendored or generated trees.
 GOFILES              = $(shell find . -name '*.go' -not -path './bin/*' -not -path './.git/*')
 
-.PHONY: test faults containerd-test demo bench pins layering fmt-check vet staticcheck unit integration clean
+.PHONY: test faults containerd-test demo bench bench-cluster pins layering fmt-check vet staticcheck unit integration clean
 
 ## test: everything CI runs — pins, gofmt, go vet, staticcheck, race tests of
 ## the library and of the nested test module (real kube-apiserver).
@@ -65,6 +65,12 @@ demo:
 bench:
 	@$(STAGE) "bench (library)" $(GO) test -run '^$$' -bench . -benchmem ./...
 	@$(STAGE) "bench (test module)" sh -c 'cd test && $(GO) test -run "^$$" -bench . -benchmem ./...'
+
+## bench-cluster: issue 21's side-by-side runs on the conformance cluster
+## (root; ../shared/conformance built once): the reference agent vs the
+## upstream kubelet, virtualnodes vs KWOK. About 45 minutes; not in test.
+bench-cluster:
+	@hack/bench-cluster.sh
 
 clean:
 	rm -rf $(BIN)

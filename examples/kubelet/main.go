@@ -91,6 +91,10 @@ func run() error {
 	fs.StringVar(&opts.EnforceNodeAllocatable, "enforce-node-allocatable", agent.EnforcePods, `"pods" caps the kubepods cgroup at the node's allocatable; "none" does not`)
 	fs.Int64Var(&opts.PodPIDsLimit, "pod-max-pids", -1, "pids.max of each pod cgroup; -1 for no limit")
 	fs.BoolVar(&opts.Evented, "evented-pleg", false, "use the runtime's container events as PLEG hints")
+	var apiQPS float64
+	var apiBurst int
+	fs.Float64Var(&apiQPS, "kube-api-qps", agent.DefaultKubeAPIQPS, "queries per second to the API server")
+	fs.IntVar(&apiBurst, "kube-api-burst", agent.DefaultKubeAPIBurst, "burst of queries to the API server")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	fs.Var(klogFlags.Lookup("v").Value, "v", "log verbosity")
@@ -115,6 +119,10 @@ func run() error {
 			return fmt.Errorf("--kubeconfig: %w", err)
 		}
 		opts.Kube = rest.CopyConfig(cfg)
+		if apiQPS <= 0 || apiBurst <= 0 {
+			return fmt.Errorf("--kube-api-qps %g and --kube-api-burst %d must be positive", apiQPS, apiBurst)
+		}
+		opts.Kube.QPS, opts.Kube.Burst = float32(apiQPS), apiBurst
 	}
 	if port < 0 || port > 65535 {
 		return fmt.Errorf("--port %d out of range", port)

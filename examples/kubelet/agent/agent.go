@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	criapi "k8s.io/cri-api/pkg/apis"
@@ -105,7 +106,14 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 	a := &Agent{opts: opts, registry: prometheus.NewRegistry(),
 		pods: podmanager.New()}
 	if opts.Kube != nil {
-		cs, err := kubernetes.NewForConfig(opts.Kube)
+		kube := rest.CopyConfig(opts.Kube)
+		if kube.QPS == 0 {
+			kube.QPS = DefaultKubeAPIQPS
+		}
+		if kube.Burst == 0 {
+			kube.Burst = DefaultKubeAPIBurst
+		}
+		cs, err := kubernetes.NewForConfig(kube)
 		if err != nil {
 			return nil, fmt.Errorf("agent: client: %w", err)
 		}

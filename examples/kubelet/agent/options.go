@@ -26,6 +26,9 @@ type Options struct {
 	NodeName string
 	// Kube, if set, is the node identity's client config (cluster mode).
 	// nil runs standalone: no API server, pods from PodManifestPath only.
+	// A zero QPS (Burst) is the kubelet's kubeAPIQPS 50 (kubeAPIBurst 100),
+	// not client-go's 5 (10), which delays pod status writes by seconds as
+	// soon as a few pods start together.
 	Kube *rest.Config
 	// PodManifestPath is a directory (or file) of static pod manifests.
 	PodManifestPath string
@@ -127,6 +130,13 @@ type Options struct {
 // DefaultHTTPAddr is where /healthz listens by default (the kubelet's
 // healthz port).
 const DefaultHTTPAddr = "127.0.0.1:10248"
+
+// The kubelet's defaults for its API client (kubeAPIQPS, kubeAPIBurst),
+// used when Options.Kube leaves them zero.
+const (
+	DefaultKubeAPIQPS   = 50
+	DefaultKubeAPIBurst = 100
+)
 
 func (o *Options) defaults() error {
 	var errs []error

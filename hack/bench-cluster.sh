@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# bench-cluster.sh — issue 21's side-by-side measurements (make bench-cluster; root; needs the
+# conformance cluster's binaries: ../shared/conformance/build.sh and images.sh run once).
+#
+#  1. the reference agent (examples/kubelet) against the upstream kubelet v1.36.3, each in turn
+#     the node agent of the conformance cluster (etcd, kube-apiserver, controller-manager,
+#     scheduler, containerd), state purged between them: $PODS pods start, $STEADY of steady
+#     state, $PODS deletions. Each agent talks to the API server and to containerd through
+#     counting proxies (benchcluster proxy), so requests, bytes and CRI calls are counted the
+#     same way for both; CPU and RSS come from /proc of the agent's process.
+#  2. examples/virtualnodes against KWOK v0.8.0 (built from the module proxy) on the same
+#     kube-apiserver: $VNODES nodes and $VPODS pods under each in turn, $VSTEADY of steady state.
+#
+# Results: $OUT/*.json and $OUT/report.md (the README's tables). The cluster is left down.
+# Settings (env): CONFORMANCE_DIR STATE OUT PODS STEADY VNODES VPODS VSTEADY PARTS (agents vnodes)
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CONFORMANCE_DIR=${CONFORMANCE_DIR:-$ROOT/../shared/conformance}
+GO=${GO:-$(command -v go)}
+PODS=${PODS:-100}
+STEADY=${STEADY:-10m}
+VNODES=${VNODES:-1000}
+VPODS=${VPODS:-10000}
+VSTEADY=${VSTEADY:-3m}
+PARTS=${PARTS:-agents vnodes}
+KWOK_VERSION=v0.8.0
+
+[ "$(id -u)" = 0 ] || { echo "bench-cluster: run as root (the cluster runs containerd)" >&2; exit 1; }
+[ -f "$CONFORMANCE_DIR/common.sh" ] || { echo "bench-cluster: no conformance scripts at $CONFORMANCE_DIR (set CONFORMANCE_DIR)" >&2; exit 1; }
+# shellcheck source=/dev/null
+. "$CONFORMANCE_DIR/common.sh"
+[ -x "$BIN/kubelet" ] || die "$BIN/kubelet missing: run $CONFORMANCE_DIR/build.sh and images.sh first"
+OUT=${OUT:-$STATE/report/bench-$(date -u +%Y%m%dT%H%M%SZ)}
+mkdir -p "$OUT/bin"
+B=$OUT/bin/benchcluster
+
+log "building the agents and the harness into $OUT/bin"
+(cd "$ROOT" && "$GO" build -o "$OUT/bin/nodekit-agent" ./examples/kubelet && "$GO" build -o "$OUT/bin/virtualnodes" ./examples/virtualnodes)
+(cd "$ROOT/test" && "$GO" build -o "$B" ./cmd/benchcluster)
+GOBIN=$OUT/bin GOFLAGS= "$GO" install "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+KWOK_DIR=$(GOFLAGS= "$GO" mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')
+# KWOK's "fast" stages (its kwokctl default): nodes Ready at once, pods Running and Ready at once.
+for f in node/fast/node-initialize.yaml pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+  cat "$KWOK_DIR/kustomize/stage/$f"; echo '---'
+done > "$OUT/kwok-stages.yaml"
+
+NODEKIT_VERSION=$(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo dev)
+KUBELET_VERSION=$("$BIN/kubelet" --version | awk '{print $2}')
+{
+  echo "date: $(date -u +%Y-%m-%d)"
+  echo "machine: $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -sr)"
+  echo "versions: kubelet $KUBELET_VERSION, nodekit $NODEKIT_VERSION, KWOK $KWOK_VERSION, containerd $("$BIN/containerd" --version | awk '{print $3}'), $("$GO" version | awk '{print $3}')"
+} > "$OUT/env.txt"
+cat "$OUT/env.txt"
+
+# run_agent NAME VERSION CMD: a purged cluster with CMD as the node agent behind the proxies, then the workload.
+run_agent() {
+  local name=$1 version=$2 cmd=$3
+  log "== $name: fresh cluster"
+  "$CONFORMANCE_DIR/down.sh" --purge > "$OUT/$name-down.log" 2>&1 || true
+  export BENCH_NODE_KUBECONFIG=$OUT/$name-node.kubeconfig BENCH_CRI_SOCKET=$OUT/$name-cri.sock
+  "$B" proxy --listen 127.0.0.1:16443 --upstream-kubeconfig "$NODE_KUBECONFIG" --kubeconfig-out "$BENCH_NODE_KUBECONFIG" \
+    --cri-listen "$BENCH_CRI_SOCKET" --cri-upstream "$CRI_SOCKET" --stats 127.0.0.1:16444 > "$OUT/$name-proxy.log" 2>&1 &
+  local proxy=$!
+  NODE_AGENT_CMD=$cmd "$CONFORMANCE_DIR/up.sh" > "$OUT/$name-up.log" 2>&1 || { tail -20 "$OUT/$name-up.log"; kill $proxy; die "$name: cluster did not come up"; }
+  log "== $name: workload ($PODS pods, $STEADY steady)"
+  "$B" agent --kubeconfig "$ADMIN_KUBECONFIG" --name "$name" --version "$version" --supervisor-pid-file "$RUN/node-agent.pid" \
+    --stats http://127.0.0.1:16444/stats --pods "$PODS" --steady "$STEADY" --out "$OUT/$name.json" || { kill $proxy; die "$name: workload failed"; }
+  cp "$LOGS/node-agent.log" "$OUT/$name-agent.log" 2>/dev/null || true
+  kill $proxy; wait $proxy 2>/dev/null || true
+}
+
+if [[ " $PARTS " == *" agents "* ]]; then
+  # The kubelet exactly as up.sh runs it by default, but for the kubeconfig and the runtime endpoint (the proxies).
+  run_agent kubelet "$KUBELET_VERSION" 'exec "$BIN/kubelet" --config="$KUBELET_CONFIG" --kubeconfig="$BENCH_NODE_KUBECONFIG" \
+    --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --root-dir="$KUBELET_ROOT_DIR" --cert-dir="$KUBELET_ROOT_DIR/pki" \
+    --container-runtime-endpoint="unix://$BENCH_CRI_SOCKET" --v=2'
+  export BENCH_AGENT=$OUT/bin/nodekit-agent
+  run_agent nodekit "$NODEKIT_VERSION" 'exec "$BENCH_AGENT" --kubeconfig "$BENCH_NODE_KUBECONFIG" --node-name "$NODE_NAME" \
+    --node-ip "$NODE_IP" --container-runtime-endpoint "unix://$BENCH_CRI_SOCKET" --tls-cert-file "$KUBELET_SERVING_CERT" \
+    --tls-private-key-file "$KUBELET_SERVING_KEY" --client-ca-file "$CLIENT_CA_FILE" --root-dir "$KUBELET_ROOT_DIR" \
+    --pod-logs-dir "$KUBELET_ROOT_DIR/pod-logs" --pod-manifest-path "$KUBELET_ROOT_DIR/manifests" \
+    --cluster-dns "$CLUSTER_DNS" --cluster-domain "$CLUSTER_DOMAIN" --v=2'
+fi
+
+if [[ " $PARTS " == *" vnodes "* ]]; then
+  if ! curl -sf --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "$APISERVER_URL/readyz" > /dev/null 2>&1; then
+    log "== starting the cluster for the many-node part"
+    "$CONFORMANCE_DIR/down.sh" --purge > "$OUT/vnodes-down.log" 2>&1 || true
+    "$CONFORMANCE_DIR/up.sh" > "$OUT/vnodes-up.log" 2>&1 || die "cluster did not come up"
+  fi
+  log "== virtualnodes: $VNODES nodes, $VPODS pods, $VSTEADY steady"
+  "$B" vnodes --kubeconfig "$ADMIN_KUBECONFIG" --name virtualnodes --version "$NODEKIT_VERSION" --work-dir "$OUT" \
+    --command "$OUT/bin/virtualnodes --kubeconfig \$KUBECONFIG --nodes $VNODES --node-prefix bvn- --port 0 --ready-delay 0s" \
+    --node-prefix bvn- --node-selector virtualnodes.nodekit.io/virtual=true \
+    --nodes "$VNODES" --pods "$VPODS" --steady "$VSTEADY" --out "$OUT/virtualnodes.json"
+  log "== KWOK: $VNODES nodes, $VPODS pods, $VSTEADY steady"
+  "$B" vnodes --kubeconfig "$ADMIN_KUBECONFIG" --name kwok --version "$KWOK_VERSION" --work-dir "$OUT" --create-nodes \
+    --command "$OUT/bin/kwok --kubeconfig \$KUBECONFIG --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake --config $OUT/kwok-stages.yaml --node-lease-duration-seconds 40" \
+    --node-prefix bkw- --node-selector type=kwok \
+    --nodes "$VNODES" --pods "$VPODS" --steady "$VSTEADY" --out "$OUT/kwok.json"
+fi
+"$CONFORMANCE_DIR/down.sh" > "$OUT/final-down.log" 2>&1 || true
+
+args=(--header "Measured $(sed -n 's/^date: //p' "$OUT/env.txt") on $(sed -n 's/^machine: //p' "$OUT/env.txt"); $(sed -n 's/^versions: //p' "$OUT/env.txt").")
+[ -f "$OUT/kubelet.json" ] && [ -f "$OUT/nodekit.json" ] && args+=(--kubelet "$OUT/kubelet.json" --agent "$OUT/nodekit.json")
+[ -f "$OUT/kwok.json" ] && [ -f "$OUT/virtualnodes.json" ] && args+=(--virtualnodes "$OUT/virtualnodes.json" --kwok "$OUT/kwok.json")
+"$B" report "${args[@]}" | tee "$OUT/report.md"
+log "report: $OUT/report.md"

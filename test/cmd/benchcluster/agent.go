@@ -1,0 +1,444 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// AgentResult is what one agent's run of the pod workload measured.
+type AgentResult struct {
+	Agent   string    `json:"agent"`
+	Version string    `json:"version"`
+	Date    time.Time `json:"date"`
+	Pods    int       `json:"pods"`
+
+	// Latencies from the create (delete) call to the watch event, ms.
+	Running     Pct     `json:"runningMs"`
+	Ready       Pct     `json:"readyMs"`
+	Gone        Pct     `json:"goneMs"`
+	StartPhase  float64 `json:"startPhaseSeconds"` // first create → all Ready
+	DeletePhase float64 `json:"deletePhaseSeconds"`
+	// PeakRSSBytes is the process's high-water mark (VmHWM) at the end.
+	PeakRSSBytes int64 `json:"peakRssBytes"`
+
+	Start  usage `json:"start"`  // the process during the start phase
+	Steady usage `json:"steady"` // during steady state with every pod running
+	Delete usage `json:"delete"`
+	SteadySeconds float64 `json:"steadySeconds"`
+
+	StartCounters  Counters `json:"startCounters"`  // during the start phase
+	SteadyCounters Counters `json:"steadyCounters"` // during steady state
+	DeleteCounters Counters `json:"deleteCounters"`
+}
+
+// Pct is a latency distribution in milliseconds.
+type Pct struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// percentiles uses the nearest rank.
+func percentiles(ds []time.Duration) Pct {
+	if len(ds) == 0 {
+		return Pct{}
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	rank := func(p float64) time.Duration {
+		i := int(math.Ceil(p*float64(len(s)))) - 1
+		return s[max(0, min(i, len(s)-1))]
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	return Pct{P50: ms(rank(0.50)), P99: ms(rank(0.99)), Max: ms(s[len(s)-1])}
+}
+
+func runAgent(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	kubeconfig := fs.String("kubeconfig", "", "admin kubeconfig")
+	name := fs.String("name", "", "the agent's name in the report")
+	version := fs.String("version", "", "the agent's version in the report")
+	statsURL := fs.String("stats", "http://127.0.0.1:16444/stats", "the proxy's stats URL")
+	pidFile := fs.String("supervisor-pid-file", "", "pid file of the process whose child is the agent")
+	pods := fs.Int("pods", 100, "pods to start")
+	steady := fs.Duration("steady", 10*time.Minute, "steady state with every pod running")
+	settle := fs.Duration("settle", 30*time.Second, "wait after the last pod is Ready before steady state")
+	image := fs.String("image", "registry.k8s.io/e2e-test-images/agnhost:2.63.0", "the pods' image: agnhost (netexec serves the readiness probe, cat runs the liveness probe)")
+	namespace := fs.String("namespace", "bench", "namespace of the pods")
+	out := fs.String("out", "", "JSON result file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(*pidFile)
+	if err != nil {
+		return err
+	}
+	sup, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return err
+	}
+	pid, err := childOf(sup, "sleep")
+	if err != nil {
+		return err
+	}
+	res := AgentResult{Agent: *name, Version: *version, Date: time.Now().UTC(), Pods: *pods, SteadySeconds: steady.Seconds()}
+	smp := &sampler{pid: pid}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go smp.run(sctx, time.Second)
+	counters := func() (Counters, error) { return fetchCounters(ctx, *statsURL) }
+
+	ns := *namespace
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bench"}, Data: map[string]string{"key": "value"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if err := waitFor(ctx, 2*time.Minute, func() bool {
+		_, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil
+	}); err != nil {
+		return fmt.Errorf("default service account: %w", err)
+	}
+
+	w := newPodWatch(ctx, cs, ns)
+	defer w.stop()
+
+	// Start.
+	c0, err := counters()
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	created := make([]time.Time, *pods)
+	if err := parallel(ctx, *pods, 10, func(i int) error {
+		created[i] = time.Now()
+		_, err := cs.CoreV1().Pods(ns).Create(ctx, benchPod(i, *image), metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := w.waitAll(ctx, 10*time.Minute, func(p *podTimes) bool { return !p.ready.IsZero() }, *pods); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	t1 := time.Now()
+	c1, err := counters()
+	if err != nil {
+		return err
+	}
+	res.StartPhase = t1.Sub(t0).Seconds()
+	var running, ready []time.Duration
+	for i := range *pods {
+		p := w.get(podName(i))
+		running = append(running, p.running.Sub(created[i]))
+		ready = append(ready, p.ready.Sub(created[i]))
+	}
+	res.Running, res.Ready = percentiles(running), percentiles(ready)
+	res.StartCounters = c1.Sub(c0)
+	fmt.Printf("%s: %d pods Ready in %.1fs (Running p50 %.0f ms p99 %.0f ms, Ready p50 %.0f ms p99 %.0f ms); %d API requests\n",
+		*name, *pods, res.StartPhase, res.Running.P50, res.Running.P99, res.Ready.P50, res.Ready.P99, res.StartCounters.APIRequests)
+
+	// Steady state.
+	if err := sleepCtx(ctx, *settle); err != nil {
+		return err
+	}
+	s0, err := counters()
+	if err != nil {
+		return err
+	}
+	ts0 := time.Now()
+	if err := sleepCtx(ctx, *steady); err != nil {
+		return err
+	}
+	ts1 := time.Now()
+	s1, err := counters()
+	if err != nil {
+		return err
+	}
+	res.SteadyCounters = s1.Sub(s0)
+	res.Start = smp.usage(t0, t1, 5*time.Second)
+	res.Steady = smp.usage(ts0, ts1, 5*time.Second)
+	if restarts := w.restarts(); restarts > 0 {
+		fmt.Printf("%s: %d container restarts during the run\n", *name, restarts)
+	}
+	fmt.Printf("%s: steady %s: CPU %.3f cores, RSS %.0f MiB, %d API requests, %d CRI calls\n",
+		*name, *steady, res.Steady.CPUCores, float64(res.Steady.RSSBytes)/(1<<20), res.SteadyCounters.APIRequests, res.SteadyCounters.CRICalls)
+
+	// Deletion.
+	d0, err := counters()
+	if err != nil {
+		return err
+	}
+	td0 := time.Now()
+	deleted := make([]time.Time, *pods)
+	if err := parallel(ctx, *pods, 10, func(i int) error {
+		deleted[i] = time.Now()
+		return cs.CoreV1().Pods(ns).Delete(ctx, podName(i), metav1.DeleteOptions{})
+	}); err != nil {
+		return err
+	}
+	if err := w.waitAll(ctx, 5*time.Minute, func(p *podTimes) bool { return !p.gone.IsZero() }, *pods); err != nil {
+		return fmt.Errorf("delete: %w", err)
+	}
+	td1 := time.Now()
+	d1, err := counters()
+	if err != nil {
+		return err
+	}
+	res.DeletePhase = td1.Sub(td0).Seconds()
+	res.DeleteCounters = d1.Sub(d0)
+	res.Delete = smp.usage(td0, td1, 5*time.Second)
+	var gone []time.Duration
+	for i := range *pods {
+		gone = append(gone, w.get(podName(i)).gone.Sub(deleted[i]))
+	}
+	res.Gone = percentiles(gone)
+	if hwm, err := highWaterMark(pid); err == nil {
+		res.PeakRSSBytes = hwm
+	}
+	fmt.Printf("%s: %d pods gone in %.1fs (p50 %.0f ms p99 %.0f ms)\n", *name, *pods, res.DeletePhase, res.Gone.P50, res.Gone.P99)
+	return writeJSON(*out, res)
+}
+
+func podName(i int) string { return fmt.Sprintf("bench-%03d", i) }
+
+// benchPod is the workload's pod: a configMap volume, the service-account
+// token (automounted), an HTTP readiness probe and an exec liveness probe.
+func benchPod(i int, image string) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: podName(i), Labels: map[string]string{"app": "bench"}},
+		Spec: v1.PodSpec{
+			Containers: []v1.Container{{
+				Name: "app", Image: image, Args: []string{"netexec", "--http-port=8080"},
+				VolumeMounts: []v1.VolumeMount{{Name: "config", MountPath: "/etc/bench"}},
+				ReadinessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/hostname", Port: intstr.FromInt32(8080)}},
+					PeriodSeconds: 10},
+				LivenessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"cat", "/etc/bench/key"}}},
+					PeriodSeconds: 10},
+			}},
+			Volumes: []v1.Volume{{Name: "config", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
+				LocalObjectReference: v1.LocalObjectReference{Name: "bench"}}}}},
+		},
+	}
+}
+
+// podTimes is when the watch first saw a pod Running, Ready, and deleted.
+type podTimes struct {
+	running, ready, gone time.Time
+	restarts             int32
+}
+
+// podWatch records podTimes for every pod of a namespace.
+type podWatch struct {
+	mu      sync.Mutex
+	changed chan struct{}
+	pods    map[string]*podTimes
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+func newPodWatch(ctx context.Context, cs kubernetes.Interface, ns string) *podWatch {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &podWatch{changed: make(chan struct{}, 1), pods: map[string]*podTimes{}, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		rv := ""
+		for ctx.Err() == nil {
+			wi, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+			if err != nil {
+				_ = sleepCtx(ctx, time.Second)
+				continue
+			}
+			for ev := range wi.ResultChan() {
+				p, ok := ev.Object.(*v1.Pod)
+				if !ok {
+					continue
+				}
+				rv = p.ResourceVersion
+				w.observe(ev.Type, p, time.Now())
+			}
+			wi.Stop()
+		}
+	}()
+	return w
+}
+
+func (w *podWatch) observe(t watch.EventType, p *v1.Pod, now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if t == watch.Bookmark {
+		return
+	}
+	pt := w.pods[p.Name]
+	if pt == nil {
+		pt = &podTimes{}
+		w.pods[p.Name] = pt
+	}
+	if pt.running.IsZero() && p.Status.Phase == v1.PodRunning {
+		pt.running = now
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady && c.Status == v1.ConditionTrue && pt.ready.IsZero() {
+			pt.ready = now
+		}
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		pt.restarts = max(pt.restarts, c.RestartCount)
+	}
+	if t == watch.Deleted && pt.gone.IsZero() {
+		pt.gone = now
+	}
+	select {
+	case w.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (w *podWatch) get(name string) podTimes {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if p := w.pods[name]; p != nil {
+		return *p
+	}
+	return podTimes{}
+}
+
+func (w *podWatch) restarts() int32 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var n int32
+	for _, p := range w.pods {
+		n += p.restarts
+	}
+	return n
+}
+
+// waitAll waits until n pods satisfy done.
+func (w *podWatch) waitAll(ctx context.Context, timeout time.Duration, done func(*podTimes) bool, n int) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		w.mu.Lock()
+		k := 0
+		for _, p := range w.pods {
+			if done(p) {
+				k++
+			}
+		}
+		w.mu.Unlock()
+		if k >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("%d of %d pods after %s", k, n, timeout)
+		case <-w.changed:
+		}
+	}
+}
+
+func (w *podWatch) stop() {
+	w.cancel()
+	<-w.done
+}
+
+// parallel runs f(0..n-1) on workers goroutines and returns the first error.
+func parallel(ctx context.Context, n, workers int, f func(i int) error) error {
+	next := make(chan int)
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				if err := f(i); err != nil {
+					select {
+					case errs <- fmt.Errorf("item %d: %w", i, err):
+					default:
+					}
+				}
+			}
+		})
+	}
+	for i := range n {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return ctx.Err()
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return errors.New("timed out")
+		}
+		if err := sleepCtx(ctx, 500*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// highWaterMark is a process's peak resident set (VmHWM).
+func highWaterMark(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmHWM")
+}

@@ -1,0 +1,399 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+)
+
+// VNodesResult is what one many-node agent's run measured.
+type VNodesResult struct {
+	Agent   string    `json:"agent"`
+	Version string    `json:"version"`
+	Date    time.Time `json:"date"`
+	Nodes   int       `json:"nodes"`
+	Pods    int       `json:"pods"`
+
+	NodesReady  float64 `json:"nodesReadySeconds"`  // process start → every node Ready
+	PodsCreated float64 `json:"podsCreatedSeconds"` // first pod create → last create returned
+	PodsRunning float64 `json:"podsRunningSeconds"` // first pod create → every pod Running
+
+	Ramp          usage    `json:"ramp"`   // process start → every pod Running
+	Steady        usage    `json:"steady"` // steady state
+	PeakRSSBytes  int64    `json:"peakRssBytes"`
+	SteadySeconds float64  `json:"steadySeconds"`
+	SteadyAPI     Counters `json:"steadyApi"`
+	RampAPI       Counters `json:"rampApi"`
+
+	Renewals     int     `json:"renewals"`     // lease renewals seen during steady state
+	LateRenewals int     `json:"lateRenewals"` // more than ¼ duration after due
+	WorstGap     float64 `json:"worstGapSeconds"`
+}
+
+func runVNodes(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("vnodes", flag.ContinueOnError)
+	kubeconfig := fs.String("kubeconfig", "", "admin kubeconfig of the API server")
+	name := fs.String("name", "", "the agent's name in the report")
+	version := fs.String("version", "", "the agent's version in the report")
+	command := fs.String("command", "", "the agent's command line (bash); $KUBECONFIG is the proxy's kubeconfig")
+	createNodes := fs.Bool("create-nodes", false, "create the Node objects (KWOK manages nodes it is given; virtualnodes registers its own)")
+	prefix := fs.String("node-prefix", "bn-", "node names are this prefix and a number")
+	selector := fs.String("node-selector", "", "label selector of the agent's nodes")
+	nodes := fs.Int("nodes", 1000, "nodes")
+	pods := fs.Int("pods", 10000, "pods, spread evenly over the nodes")
+	steady := fs.Duration("steady", 3*time.Minute, "steady state")
+	settle := fs.Duration("settle", 30*time.Second, "wait after every pod is Running before steady state")
+	workDir := fs.String("work-dir", os.TempDir(), "where the proxy's kubeconfig and the agent's log go")
+	out := fs.String("out", "", "JSON result file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 1000, 2000
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	p, err := startProxies(ctx, "127.0.0.1:0", *kubeconfig, "", "", "")
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	proxyKubeconfig := filepath.Join(*workDir, *name+"-proxy.kubeconfig")
+	if err := writeKubeconfig(proxyKubeconfig, "https://"+p.apiAddr, p.caPEM); err != nil {
+		return err
+	}
+	res := VNodesResult{Agent: *name, Version: *version, Date: time.Now().UTC(), Nodes: *nodes, Pods: *pods, SteadySeconds: steady.Seconds()}
+	ns := "bench-" + *name
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	lw := newLeaseWatch(ctx, cs, *prefix)
+	defer lw.stop()
+	nw := newNodeWatch(ctx, cs, *selector)
+	defer nw.stop()
+	pw := newPodWatch(ctx, cs, ns)
+	defer pw.stop()
+
+	logFile, err := os.Create(filepath.Join(*workDir, *name+".log"))
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	cmd := exec.Command("bash", "-c", "exec "+*command)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+proxyKubeconfig)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	t0 := time.Now()
+	a0 := p.c.snapshot()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	var exitErr error
+	go func() {
+		exitErr = cmd.Wait()
+		close(exited)
+	}()
+	defer func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+	}()
+	smp := &sampler{pid: cmd.Process.Pid}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go smp.run(sctx, time.Second)
+
+	nodeNames := make([]string, *nodes)
+	for i := range nodeNames {
+		nodeNames[i] = fmt.Sprintf("%s%d", *prefix, i)
+	}
+	if *createNodes {
+		if err := parallel(ctx, *nodes, 16, func(i int) error {
+			_, err := cs.CoreV1().Nodes().Create(ctx, kwokNode(i, nodeNames[i]), metav1.CreateOptions{})
+			return err
+		}); err != nil {
+			return fmt.Errorf("create nodes: %w", err)
+		}
+	}
+	if err := nw.waitReady(ctx, 5*time.Minute, *nodes, exited, &exitErr); err != nil {
+		return fmt.Errorf("nodes: %w", err)
+	}
+	res.NodesReady = time.Since(t0).Seconds()
+	fmt.Printf("%s: %d nodes Ready %.1fs after the start\n", *name, *nodes, res.NodesReady)
+
+	tp := time.Now()
+	if err := parallel(ctx, *pods, 32, func(i int) error {
+		_, err := cs.CoreV1().Pods(ns).Create(ctx, vnodePod(i, nodeNames[i%*nodes]), metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return fmt.Errorf("create pods: %w", err)
+	}
+	res.PodsCreated = time.Since(tp).Seconds()
+	if err := pw.waitAll(ctx, 15*time.Minute, func(p *podTimes) bool { return !p.running.IsZero() }, *pods); err != nil {
+		return fmt.Errorf("pods: %w", err)
+	}
+	res.PodsRunning = time.Since(tp).Seconds()
+	tr := time.Now()
+	res.Ramp = smp.usage(t0, tr, 5*time.Second)
+	res.RampAPI = p.c.snapshot().Sub(a0)
+	fmt.Printf("%s: %d pods created in %.1fs, all Running %.1fs after the first create\n", *name, *pods, res.PodsCreated, res.PodsRunning)
+
+	if err := sleepCtx(ctx, *settle); err != nil {
+		return err
+	}
+	s0, ts0 := p.c.snapshot(), time.Now()
+	lw.reset()
+	if err := sleepCtx(ctx, *steady); err != nil {
+		return err
+	}
+	ts1 := time.Now()
+	res.SteadyAPI = p.c.snapshot().Sub(s0)
+	res.Steady = smp.usage(ts0, ts1, 5*time.Second)
+	res.Renewals, res.LateRenewals, res.WorstGap = lw.lateness()
+	if hwm, err := highWaterMark(cmd.Process.Pid); err == nil {
+		res.PeakRSSBytes = hwm
+	}
+	fmt.Printf("%s: steady %s: CPU %.3f cores, RSS %.0f MiB, %.1f API requests/s, %d renewals (%d late, worst gap %.1fs)\n",
+		*name, *steady, res.Steady.CPUCores, float64(res.Steady.RSSBytes)/(1<<20), float64(res.SteadyAPI.APIRequests)/steady.Seconds(),
+		res.Renewals, res.LateRenewals, res.WorstGap)
+	if err := writeJSON(*out, res); err != nil {
+		return err
+	}
+
+	// Clean up for the next agent: pods at once, then the agent, its nodes
+	// and leases.
+	zero := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
+	if err := cs.CoreV1().Pods(ns).DeleteCollection(ctx, zero, metav1.ListOptions{}); err != nil {
+		return err
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+	}
+	if err := parallel(ctx, *nodes, 16, func(i int) error {
+		err := cs.CoreV1().Nodes().Delete(ctx, nodeNames[i], metav1.DeleteOptions{})
+		if err == nil || apierrors.IsNotFound(err) {
+			err = cs.CoordinationV1().Leases(v1.NamespaceNodeLease).Delete(ctx, nodeNames[i], metav1.DeleteOptions{})
+		}
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	return cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+}
+
+// kwokNode is a Node for KWOK to manage (its documented annotation), with
+// its own pod CIDR as the node IPAM controller would give it (KWOK hands
+// out pod IPs from it; its default pool has 254 addresses).
+func kwokNode(i int, name string) *v1.Node {
+	return &v1.Node{
+		Spec: v1.NodeSpec{PodCIDR: fmt.Sprintf("10.%d.%d.0/24", 100+i/256, i%256)},
+		ObjectMeta: metav1.ObjectMeta{Name: name,
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+			Labels:      map[string]string{"type": "kwok", "kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}},
+		Status: v1.NodeStatus{
+			Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("32"), v1.ResourceMemory: resource.MustParse("256Gi"), v1.ResourcePods: resource.MustParse("110")},
+			Capacity:    v1.ResourceList{v1.ResourceCPU: resource.MustParse("32"), v1.ResourceMemory: resource.MustParse("256Gi"), v1.ResourcePods: resource.MustParse("110")},
+		},
+	}
+}
+
+func vnodePod(i int, node string) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%05d", i)},
+		Spec: v1.PodSpec{
+			NodeName:                     node,
+			AutomountServiceAccountToken: ptr.To(false),
+			Tolerations:                  []v1.Toleration{{Operator: v1.TolerationOpExists}},
+			Containers:                   []v1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+		},
+	}
+}
+
+// nodeWatch counts Ready nodes.
+type nodeWatch struct {
+	mu      sync.Mutex
+	ready   map[string]bool
+	changed chan struct{}
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+func newNodeWatch(ctx context.Context, cs kubernetes.Interface, selector string) *nodeWatch {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &nodeWatch{ready: map[string]bool{}, changed: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		rv := ""
+		for ctx.Err() == nil {
+			wi, err := cs.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: rv})
+			if err != nil {
+				_ = sleepCtx(ctx, time.Second)
+				continue
+			}
+			for ev := range wi.ResultChan() {
+				n, ok := ev.Object.(*v1.Node)
+				if !ok {
+					continue
+				}
+				rv = n.ResourceVersion
+				ready := false
+				for _, c := range n.Status.Conditions {
+					ready = ready || (c.Type == v1.NodeReady && c.Status == v1.ConditionTrue)
+				}
+				w.mu.Lock()
+				w.ready[n.Name] = ready
+				w.mu.Unlock()
+				select {
+				case w.changed <- struct{}{}:
+				default:
+				}
+			}
+			wi.Stop()
+		}
+	}()
+	return w
+}
+
+func (w *nodeWatch) waitReady(ctx context.Context, timeout time.Duration, n int, exited <-chan struct{}, exitErr *error) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		w.mu.Lock()
+		k := 0
+		for _, r := range w.ready {
+			if r {
+				k++
+			}
+		}
+		w.mu.Unlock()
+		if k >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-exited:
+			return fmt.Errorf("the agent exited: %v", *exitErr)
+		case <-deadline.C:
+			return fmt.Errorf("%d of %d Ready after %s", k, n, timeout)
+		case <-w.changed:
+		}
+	}
+}
+
+func (w *nodeWatch) stop() {
+	w.cancel()
+	<-w.done
+}
+
+// leaseWatch records the gaps between consecutive renewals of the leases
+// whose names start with prefix. A renewal is late when it comes more than a
+// quarter of the lease duration after it was due, due being a quarter of the
+// duration after the previous renewal (the kubelet's renew interval, also
+// KWOK's).
+type leaseWatch struct {
+	mu       sync.Mutex
+	last     map[string]time.Time
+	renewals int
+	late     int
+	worst    time.Duration
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+func newLeaseWatch(ctx context.Context, cs kubernetes.Interface, prefix string) *leaseWatch {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &leaseWatch{last: map[string]time.Time{}, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		rv := ""
+		for ctx.Err() == nil {
+			wi, err := cs.CoordinationV1().Leases(v1.NamespaceNodeLease).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+			if err != nil {
+				_ = sleepCtx(ctx, time.Second)
+				continue
+			}
+			for ev := range wi.ResultChan() {
+				l, ok := ev.Object.(*coordinationv1.Lease)
+				if !ok {
+					continue
+				}
+				rv = l.ResourceVersion
+				if strings.HasPrefix(l.Name, prefix) {
+					w.observe(l)
+				}
+			}
+			wi.Stop()
+		}
+	}()
+	return w
+}
+
+func (w *leaseWatch) observe(l *coordinationv1.Lease) {
+	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		return
+	}
+	renewed := l.Spec.RenewTime.Time
+	d := time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	prev, ok := w.last[l.Name]
+	w.last[l.Name] = renewed
+	if !ok || !renewed.After(prev) {
+		return
+	}
+	gap := renewed.Sub(prev)
+	w.renewals++
+	w.worst = max(w.worst, gap)
+	if gap > d/4+d/4 {
+		w.late++
+	}
+}
+
+// reset forgets the counts (not the last renewals): steady state starts.
+func (w *leaseWatch) reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.renewals, w.late, w.worst = 0, 0, 0
+}
+
+func (w *leaseWatch) lateness() (renewals, late int, worst float64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.renewals, w.late, w.worst.Seconds()
+}
+
+func (w *leaseWatch) stop() {
+	w.cancel()
+	<-w.done
+}
