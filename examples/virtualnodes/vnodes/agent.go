@@ -38,6 +38,12 @@ type Agent struct {
 	pods    cache.SharedIndexInformer
 	syncer  *syncer
 	running atomic.Bool
+	// dispatch serialises the informer's pod deliveries with housekeeping,
+	// as the kubelet's one sync loop goroutine does: a pod delivered between
+	// housekeeping's snapshot of the informer and its SyncKnownPods would
+	// otherwise be terminated as unknown (seen: 9 of 10,000 pods created at
+	// 200/s completed at once).
+	dispatch sync.Mutex
 	// The kubelet API, nil when not served; apiPort is its bound port
 	// (set by Run before the nodes report status).
 	api     *kubeletapi.Server

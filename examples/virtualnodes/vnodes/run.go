@@ -96,6 +96,8 @@ func (a *Agent) onPod(ctx context.Context, obj any, t podworkers.UpdateType) {
 	if !ok || !a.isManaged(pod) {
 		return
 	}
+	a.dispatch.Lock()
+	defer a.dispatch.Unlock()
 	if err := a.workers.UpdatePod(ctx, podworkers.Update{Type: t, Pod: pod, StartTime: a.cfg.Clock.Now()}); err != nil {
 		klog.FromContext(ctx).Error(err, "Pod update rejected", "pod", klog.KObj(pod))
 	}
@@ -112,6 +114,8 @@ func (a *Agent) onPodDeleted(ctx context.Context, obj any) {
 		return
 	}
 	a.syncer.forget(pod.UID)
+	a.dispatch.Lock()
+	defer a.dispatch.Unlock()
 	if err := a.workers.UpdatePod(ctx, podworkers.Update{Type: podworkers.UpdateKill, Pod: pod}); err != nil {
 		klog.FromContext(ctx).Error(err, "Pod kill rejected", "pod", klog.KObj(pod))
 	}
@@ -175,6 +179,8 @@ func (a *Agent) loop(ctx context.Context, work chan<- *node, done <-chan *node) 
 // informer: pods gone are forgotten (or terminated), pods missing are
 // (re)started.
 func (a *Agent) housekeeping(ctx context.Context) {
+	a.dispatch.Lock()
+	defer a.dispatch.Unlock()
 	idx := a.pods.GetIndexer()
 	byUIDs := make(map[types.UID]*v1.Pod)
 	for _, n := range a.nodes {

@@ -38,9 +38,9 @@ type AgentResult struct {
 	// PeakRSSBytes is the process's high-water mark (VmHWM) at the end.
 	PeakRSSBytes int64 `json:"peakRssBytes"`
 
-	Start  usage `json:"start"`  // the process during the start phase
-	Steady usage `json:"steady"` // during steady state with every pod running
-	Delete usage `json:"delete"`
+	Start         usage   `json:"start"`  // the process during the start phase
+	Steady        usage   `json:"steady"` // during steady state with every pod running
+	Delete        usage   `json:"delete"`
 	SteadySeconds float64 `json:"steadySeconds"`
 
 	StartCounters  Counters `json:"startCounters"`  // during the start phase
