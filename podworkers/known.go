@@ -19,6 +19,12 @@ import (
 // excludes those forgotten: the host must send an UpdateCreate for every
 // desired pod missing from the result. After the first call the query
 // methods treat unknown UIDs as having nothing running.
+//
+// desired must be current when the call is made: a pod the host sends to
+// UpdatePod after building desired and before this call is an orphan to it.
+// Hosts whose pod deliveries run on other goroutines (informer handlers)
+// serialise them with building desired and this call, as the kubelet does by
+// running both on its one sync loop goroutine.
 func (w *Workers) SyncKnownPods(ctx context.Context, desired sets.Set[types.UID]) map[types.UID]WorkerSync {
 	logger := klog.FromContext(ctx)
 	w.mu.Lock()
