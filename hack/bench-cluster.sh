@@ -12,7 +12,8 @@
 #     kube-apiserver: $VNODES nodes and $VPODS pods under each in turn, $VSTEADY of steady state.
 #
 # Results: $OUT/*.json and $OUT/report.md (the README's tables). The cluster is left down.
-# Settings (env): CONFORMANCE_DIR STATE OUT PODS STEADY VNODES VPODS VSTEADY PARTS (agents vnodes)
+# Settings (env): CONFORMANCE_DIR STATE OUT PODS STEADY VNODES VPODS VSTEADY
+#   PARTS (default "agents vnodes") VAGENTS (default "virtualnodes kwok")
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CONFORMANCE_DIR=${CONFORMANCE_DIR:-$ROOT/../shared/conformance}
@@ -23,6 +24,7 @@ VNODES=${VNODES:-1000}
 VPODS=${VPODS:-10000}
 VSTEADY=${VSTEADY:-3m}
 PARTS=${PARTS:-agents vnodes}
+VAGENTS=${VAGENTS:-virtualnodes kwok}
 KWOK_VERSION=v0.8.0
 
 [ "$(id -u)" = 0 ] || { echo "bench-cluster: run as root (the cluster runs containerd)" >&2; exit 1; }
@@ -89,16 +91,20 @@ if [[ " $PARTS " == *" vnodes "* ]]; then
     "$CONFORMANCE_DIR/down.sh" --purge > "$OUT/vnodes-down.log" 2>&1 || true
     "$CONFORMANCE_DIR/up.sh" > "$OUT/vnodes-up.log" 2>&1 || die "cluster did not come up"
   fi
+  if [[ " $VAGENTS " == *" virtualnodes "* ]]; then
   log "== virtualnodes: $VNODES nodes, $VPODS pods, $VSTEADY steady"
   "$B" vnodes --kubeconfig "$ADMIN_KUBECONFIG" --name virtualnodes --version "$NODEKIT_VERSION" --work-dir "$OUT" \
     --command "$OUT/bin/virtualnodes --kubeconfig \$KUBECONFIG --nodes $VNODES --node-prefix bvn- --port 0 --ready-delay 0s" \
     --node-prefix bvn- --node-selector virtualnodes.nodekit.io/virtual=true \
     --nodes "$VNODES" --pods "$VPODS" --steady "$VSTEADY" --out "$OUT/virtualnodes.json"
+  fi
+  if [[ " $VAGENTS " == *" kwok "* ]]; then
   log "== KWOK: $VNODES nodes, $VPODS pods, $VSTEADY steady"
   "$B" vnodes --kubeconfig "$ADMIN_KUBECONFIG" --name kwok --version "$KWOK_VERSION" --work-dir "$OUT" --create-nodes \
     --command "$OUT/bin/kwok --kubeconfig \$KUBECONFIG --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake --config $OUT/kwok-stages.yaml --node-lease-duration-seconds 40" \
     --node-prefix bkw- --node-selector type=kwok \
     --nodes "$VNODES" --pods "$VPODS" --steady "$VSTEADY" --out "$OUT/kwok.json"
+  fi
 fi
 "$CONFORMANCE_DIR/down.sh" > "$OUT/final-down.log" 2>&1 || true
 

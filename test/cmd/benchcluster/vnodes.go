@@ -149,6 +149,9 @@ func runVNodes(ctx context.Context, args []string) error {
 	tp := time.Now()
 	if err := parallel(ctx, *pods, 32, func(i int) error {
 		_, err := cs.CoreV1().Pods(ns).Create(ctx, vnodePod(i, nodeNames[i%*nodes]), metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("%w (left by an earlier run? delete namespace %s)", err, ns)
+		}
 		return err
 	}); err != nil {
 		return fmt.Errorf("create pods: %w", err)
@@ -185,10 +188,13 @@ func runVNodes(ctx context.Context, args []string) error {
 		return err
 	}
 
-	// Clean up for the next agent: pods at once, then the agent, its nodes
-	// and leases.
+	// Clean up for the next agent: pods at once (one by one: a collection
+	// delete of 10,000 pods outlives the API server's request timeout),
+	// then the agent, its nodes and leases.
 	zero := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
-	if err := cs.CoreV1().Pods(ns).DeleteCollection(ctx, zero, metav1.ListOptions{}); err != nil {
+	if err := parallel(ctx, *pods, 32, func(i int) error {
+		return ignoreNotFound(cs.CoreV1().Pods(ns).Delete(ctx, fmt.Sprintf("p-%05d", i), zero))
+	}); err != nil {
 		return err
 	}
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
@@ -197,18 +203,21 @@ func runVNodes(ctx context.Context, args []string) error {
 	case <-time.After(30 * time.Second):
 	}
 	if err := parallel(ctx, *nodes, 16, func(i int) error {
-		err := cs.CoreV1().Nodes().Delete(ctx, nodeNames[i], metav1.DeleteOptions{})
-		if err == nil || apierrors.IsNotFound(err) {
-			err = cs.CoordinationV1().Leases(v1.NamespaceNodeLease).Delete(ctx, nodeNames[i], metav1.DeleteOptions{})
+		if err := ignoreNotFound(cs.CoreV1().Nodes().Delete(ctx, nodeNames[i], metav1.DeleteOptions{})); err != nil {
+			return err
 		}
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return err
+		return ignoreNotFound(cs.CoordinationV1().Leases(v1.NamespaceNodeLease).Delete(ctx, nodeNames[i], metav1.DeleteOptions{}))
 	}); err != nil {
 		return err
 	}
-	return cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	return ignoreNotFound(cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}))
+}
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 // kwokNode is a Node for KWOK to manage (its documented annotation), with
