@@ -13,7 +13,7 @@
 #
 # Results: $OUT/*.json and $OUT/report.md (the README's tables). The cluster is left down.
 # Settings (env): CONFORMANCE_DIR STATE OUT PODS STEADY VNODES VPODS VSTEADY
-#   PARTS (default "agents vnodes") VAGENTS (default "virtualnodes kwok")
+#   PARTS (default "agents vnodes") VAGENTS (default "virtualnodes kwok") VNODES_EXTRA (flags)
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CONFORMANCE_DIR=${CONFORMANCE_DIR:-$ROOT/../shared/conformance}
@@ -94,7 +94,7 @@ if [[ " $PARTS " == *" vnodes "* ]]; then
   if [[ " $VAGENTS " == *" virtualnodes "* ]]; then
   log "== virtualnodes: $VNODES nodes, $VPODS pods, $VSTEADY steady"
   "$B" vnodes --kubeconfig "$ADMIN_KUBECONFIG" --name virtualnodes --version "$NODEKIT_VERSION" --work-dir "$OUT" \
-    --command "$OUT/bin/virtualnodes --kubeconfig \$KUBECONFIG --nodes $VNODES --node-prefix bvn- --port 0 --ready-delay 0s" \
+    --command "$OUT/bin/virtualnodes --kubeconfig \$KUBECONFIG --nodes $VNODES --node-prefix bvn- --port 0 --ready-delay 0s ${VNODES_EXTRA:-}" \
     --node-prefix bvn- --node-selector virtualnodes.nodekit.io/virtual=true \
     --nodes "$VNODES" --pods "$VPODS" --steady "$VSTEADY" --out "$OUT/virtualnodes.json"
   fi

@@ -20,6 +20,8 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -71,6 +73,8 @@ func run() error {
 	fs.BoolVar(&api.Anonymous, "anonymous-auth", false, "let unauthenticated requests in as system:anonymous")
 	fs.StringVar(&api.AuthorizationMode, "authorization-mode", vnodes.AuthorizationWebhook, "kubelet API authorization: Webhook (SubjectAccessReviews) or AlwaysAllow")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	var profiling string
+	fs.StringVar(&profiling, "profiling-address", "", "serve Go profiles (/debug/pprof/) on this address, e.g. 127.0.0.1:6060; empty: off")
 	klog.InitFlags(klogFlags)
 	fs.Var(klogFlags.Lookup("v").Value, "v", "log verbosity")
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -129,8 +133,31 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx = klog.NewContext(ctx, klog.Background())
+	if profiling != "" {
+		stopProfiling, err := serveProfiles(profiling)
+		if err != nil {
+			return fmt.Errorf("--profiling-address: %w", err)
+		}
+		defer stopProfiling()
+	}
 	if err := a.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return nil
+}
+
+// serveProfiles serves the Go runtime's profiles on addr until stopped.
+func serveProfiles(addr string) (stop func(), err error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	return func() { _ = srv.Close() }, nil
 }

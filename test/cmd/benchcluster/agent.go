@@ -15,7 +15,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -86,12 +88,7 @@ func runAgent(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
-	if err != nil {
-		return err
-	}
-	cfg.QPS, cfg.Burst = 200, 400
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := adminClient(*kubeconfig, 200)
 	if err != nil {
 		return err
 	}
@@ -115,7 +112,7 @@ func runAgent(ctx context.Context, args []string) error {
 	counters := func() (Counters, error) { return fetchCounters(ctx, *statsURL) }
 
 	ns := *namespace
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := ensureNamespace(ctx, cs, ns); err != nil {
 		return err
 	}
 	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bench"}, Data: map[string]string{"key": "value"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -269,23 +266,13 @@ func newPodWatch(ctx context.Context, cs kubernetes.Interface, ns string) *podWa
 	w := &podWatch{changed: make(chan struct{}, 1), pods: map[string]*podTimes{}, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
-		rv := ""
-		for ctx.Err() == nil {
-			wi, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
-			if err != nil {
-				_ = sleepCtx(ctx, time.Second)
-				continue
+		watchLoop(ctx, func(ctx context.Context, rv string) (watch.Interface, error) {
+			return cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+		}, func(t watch.EventType, obj runtime.Object) {
+			if p, ok := obj.(*v1.Pod); ok {
+				w.observe(t, p, time.Now())
 			}
-			for ev := range wi.ResultChan() {
-				p, ok := ev.Object.(*v1.Pod)
-				if !ok {
-					continue
-				}
-				rv = p.ResourceVersion
-				w.observe(ev.Type, p, time.Now())
-			}
-			wi.Stop()
-		}
+		})
 	}()
 	return w
 }
@@ -293,9 +280,6 @@ func newPodWatch(ctx context.Context, cs kubernetes.Interface, ns string) *podWa
 func (w *podWatch) observe(t watch.EventType, p *v1.Pod, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if t == watch.Bookmark {
-		return
-	}
 	pt := w.pods[p.Name]
 	if pt == nil {
 		pt = &podTimes{}
@@ -369,6 +353,54 @@ func (w *podWatch) waitAll(ctx context.Context, timeout time.Duration, done func
 func (w *podWatch) stop() {
 	w.cancel()
 	<-w.done
+}
+
+// watchLoop keeps a watch open, each one starting where the last ended,
+// until ctx ends, and hands every object event to seen. After an error event
+// (410 Gone: the version is too old) it starts over from the current state.
+func watchLoop(ctx context.Context, open func(ctx context.Context, rv string) (watch.Interface, error), seen func(watch.EventType, runtime.Object)) {
+	rv := ""
+	for ctx.Err() == nil {
+		wi, err := open(ctx, rv)
+		if err != nil {
+			_ = sleepCtx(ctx, time.Second)
+			continue
+		}
+		for ev := range wi.ResultChan() {
+			if ev.Type == watch.Error {
+				rv = ""
+				break
+			}
+			m, err := meta.Accessor(ev.Object)
+			if err != nil {
+				continue
+			}
+			rv = m.GetResourceVersion()
+			if ev.Type != watch.Bookmark {
+				seen(ev.Type, ev.Object)
+			}
+		}
+		wi.Stop()
+	}
+}
+
+// adminClient is a client of kubeconfig allowed qps requests a second.
+func adminClient(kubeconfig string, qps float32) (kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = qps, int(2*qps)
+	return kubernetes.NewForConfig(cfg)
+}
+
+// ensureNamespace creates namespace ns unless it exists.
+func ensureNamespace(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	_, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
 }
 
 // parallel runs f(0..n-1) on workers goroutines and returns the first error.

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -172,6 +173,12 @@ func (p *apiProxy) init() {
 		},
 		Transport:     rt,
 		FlushInterval: -1, // watches stream
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if !errors.Is(err, context.Canceled) { // a client that went away
+				log.Printf("proxy: %s %s: %v", r.Method, r.URL.Path, err)
+			}
+			w.WriteHeader(http.StatusBadGateway)
+		},
 	}
 }
 

@@ -17,8 +17,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 )
 
@@ -64,12 +65,7 @@ func runVNodes(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
-	if err != nil {
-		return err
-	}
-	cfg.QPS, cfg.Burst = 1000, 2000
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := adminClient(*kubeconfig, 1000)
 	if err != nil {
 		return err
 	}
@@ -84,7 +80,7 @@ func runVNodes(ctx context.Context, args []string) error {
 	}
 	res := VNodesResult{Agent: *name, Version: *version, Date: time.Now().UTC(), Nodes: *nodes, Pods: *pods, SteadySeconds: steady.Seconds()}
 	ns := "bench-" + *name
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := ensureNamespace(ctx, cs, ns); err != nil {
 		return err
 	}
 	lw := newLeaseWatch(ctx, cs, *prefix)
@@ -262,33 +258,25 @@ func newNodeWatch(ctx context.Context, cs kubernetes.Interface, selector string)
 	w := &nodeWatch{ready: map[string]bool{}, changed: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
-		rv := ""
-		for ctx.Err() == nil {
-			wi, err := cs.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: rv})
-			if err != nil {
-				_ = sleepCtx(ctx, time.Second)
-				continue
+		watchLoop(ctx, func(ctx context.Context, rv string) (watch.Interface, error) {
+			return cs.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: rv})
+		}, func(_ watch.EventType, obj runtime.Object) {
+			n, ok := obj.(*v1.Node)
+			if !ok {
+				return
 			}
-			for ev := range wi.ResultChan() {
-				n, ok := ev.Object.(*v1.Node)
-				if !ok {
-					continue
-				}
-				rv = n.ResourceVersion
-				ready := false
-				for _, c := range n.Status.Conditions {
-					ready = ready || (c.Type == v1.NodeReady && c.Status == v1.ConditionTrue)
-				}
-				w.mu.Lock()
-				w.ready[n.Name] = ready
-				w.mu.Unlock()
-				select {
-				case w.changed <- struct{}{}:
-				default:
-				}
+			ready := false
+			for _, c := range n.Status.Conditions {
+				ready = ready || (c.Type == v1.NodeReady && c.Status == v1.ConditionTrue)
 			}
-			wi.Stop()
-		}
+			w.mu.Lock()
+			w.ready[n.Name] = ready
+			w.mu.Unlock()
+			select {
+			case w.changed <- struct{}{}:
+			default:
+			}
+		})
 	}()
 	return w
 }
@@ -345,25 +333,13 @@ func newLeaseWatch(ctx context.Context, cs kubernetes.Interface, prefix string) 
 	w := &leaseWatch{last: map[string]time.Time{}, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
-		rv := ""
-		for ctx.Err() == nil {
-			wi, err := cs.CoordinationV1().Leases(v1.NamespaceNodeLease).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
-			if err != nil {
-				_ = sleepCtx(ctx, time.Second)
-				continue
+		watchLoop(ctx, func(ctx context.Context, rv string) (watch.Interface, error) {
+			return cs.CoordinationV1().Leases(v1.NamespaceNodeLease).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+		}, func(_ watch.EventType, obj runtime.Object) {
+			if l, ok := obj.(*coordinationv1.Lease); ok && strings.HasPrefix(l.Name, prefix) {
+				w.observe(l)
 			}
-			for ev := range wi.ResultChan() {
-				l, ok := ev.Object.(*coordinationv1.Lease)
-				if !ok {
-					continue
-				}
-				rv = l.ResourceVersion
-				if strings.HasPrefix(l.Name, prefix) {
-					w.observe(l)
-				}
-			}
-			wi.Stop()
-		}
+		})
 	}()
 	return w
 }
