@@ -326,29 +326,43 @@ func (w *podWatch) restarts() int32 {
 
 // waitAll waits until n pods satisfy done.
 func (w *podWatch) waitAll(ctx context.Context, timeout time.Duration, done func(*podTimes) bool, n int) error {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
+	return waitCount(ctx, timeout, w.changed, nil, n, "pods", func() int {
 		w.mu.Lock()
+		defer w.mu.Unlock()
 		k := 0
 		for _, p := range w.pods {
 			if done(p) {
 				k++
 			}
 		}
-		w.mu.Unlock()
+		return k
+	})
+}
+
+// waitCount waits until count() reaches n, counting again on every signal
+// of changed; it gives up after timeout, or when abort is closed (nil:
+// never). what names the things counted in the time-out error.
+func waitCount(ctx context.Context, timeout time.Duration, changed <-chan struct{}, abort <-chan struct{}, n int, what string, count func() int) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		k := count()
 		if k >= n {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-abort:
+			return errAborted
 		case <-deadline.C:
-			return fmt.Errorf("%d of %d pods after %s", k, n, timeout)
-		case <-w.changed:
+			return fmt.Errorf("%d of %d %s after %s", k, n, what, timeout)
+		case <-changed:
 		}
 	}
 }
+
+var errAborted = errors.New("aborted")
 
 func (w *podWatch) stop() {
 	w.cancel()

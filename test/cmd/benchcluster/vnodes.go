@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -282,30 +283,21 @@ func newNodeWatch(ctx context.Context, cs kubernetes.Interface, selector string)
 }
 
 func (w *nodeWatch) waitReady(ctx context.Context, timeout time.Duration, n int, exited <-chan struct{}, exitErr *error) error {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
+	err := waitCount(ctx, timeout, w.changed, exited, n, "nodes Ready", func() int {
 		w.mu.Lock()
+		defer w.mu.Unlock()
 		k := 0
 		for _, r := range w.ready {
 			if r {
 				k++
 			}
 		}
-		w.mu.Unlock()
-		if k >= n {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-exited:
-			return fmt.Errorf("the agent exited: %v", *exitErr)
-		case <-deadline.C:
-			return fmt.Errorf("%d of %d Ready after %s", k, n, timeout)
-		case <-w.changed:
-		}
+		return k
+	})
+	if errors.Is(err, errAborted) {
+		return fmt.Errorf("the agent exited: %v", *exitErr)
 	}
+	return err
 }
 
 func (w *nodeWatch) stop() {
