@@ -128,29 +128,49 @@ func runAgent(ctx context.Context, args []string) error {
 	w := newPodWatch(ctx, cs, ns)
 	defer w.stop()
 
+	// measure runs one phase of the workload and records its span, the
+	// proxy's counters over it and the agent's usage.
+	type phase struct {
+		from, to time.Time
+		counters Counters
+	}
+	measure := func(run func() error) (phase, error) {
+		c0, err := counters()
+		if err != nil {
+			return phase{}, err
+		}
+		ph := phase{from: time.Now()}
+		if err := run(); err != nil {
+			return phase{}, err
+		}
+		ph.to = time.Now()
+		c1, err := counters()
+		if err != nil {
+			return phase{}, err
+		}
+		ph.counters = c1.Sub(c0)
+		return ph, nil
+	}
+
 	// Start.
-	c0, err := counters()
-	if err != nil {
-		return err
-	}
-	t0 := time.Now()
 	created := make([]time.Time, *pods)
-	if err := parallel(ctx, *pods, 10, func(i int) error {
-		created[i] = time.Now()
-		_, err := cs.CoreV1().Pods(ns).Create(ctx, benchPod(i, *image), metav1.CreateOptions{})
-		return err
-	}); err != nil {
-		return err
-	}
-	if err := w.waitAll(ctx, 10*time.Minute, func(p *podTimes) bool { return !p.ready.IsZero() }, *pods); err != nil {
-		return fmt.Errorf("start: %w", err)
-	}
-	t1 := time.Now()
-	c1, err := counters()
+	start, err := measure(func() error {
+		if err := parallel(ctx, *pods, 10, func(i int) error {
+			created[i] = time.Now()
+			_, err := cs.CoreV1().Pods(ns).Create(ctx, benchPod(i, *image), metav1.CreateOptions{})
+			return err
+		}); err != nil {
+			return err
+		}
+		if err := w.waitAll(ctx, 10*time.Minute, func(p *podTimes) bool { return !p.ready.IsZero() }, *pods); err != nil {
+			return fmt.Errorf("start: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	res.StartPhase = t1.Sub(t0).Seconds()
+	res.StartPhase = start.to.Sub(start.from).Seconds()
 	var running, ready []time.Duration
 	for i := range *pods {
 		p := w.get(podName(i))
@@ -158,7 +178,7 @@ func runAgent(ctx context.Context, args []string) error {
 		ready = append(ready, p.ready.Sub(created[i]))
 	}
 	res.Running, res.Ready = percentiles(running), percentiles(ready)
-	res.StartCounters = c1.Sub(c0)
+	res.StartCounters = start.counters
 	fmt.Printf("%s: %d pods Ready in %.1fs (Running p50 %.0f ms p99 %.0f ms, Ready p50 %.0f ms p99 %.0f ms); %d API requests\n",
 		*name, *pods, res.StartPhase, res.Running.P50, res.Running.P99, res.Ready.P50, res.Ready.P99, res.StartCounters.APIRequests)
 
@@ -166,22 +186,13 @@ func runAgent(ctx context.Context, args []string) error {
 	if err := sleepCtx(ctx, *settle); err != nil {
 		return err
 	}
-	s0, err := counters()
+	steadyPhase, err := measure(func() error { return sleepCtx(ctx, *steady) })
 	if err != nil {
 		return err
 	}
-	ts0 := time.Now()
-	if err := sleepCtx(ctx, *steady); err != nil {
-		return err
-	}
-	ts1 := time.Now()
-	s1, err := counters()
-	if err != nil {
-		return err
-	}
-	res.SteadyCounters = s1.Sub(s0)
-	res.Start = smp.usage(t0, t1, 5*time.Second)
-	res.Steady = smp.usage(ts0, ts1, 5*time.Second)
+	res.SteadyCounters = steadyPhase.counters
+	res.Start = smp.usage(start.from, start.to, 5*time.Second)
+	res.Steady = smp.usage(steadyPhase.from, steadyPhase.to, 5*time.Second)
 	if restarts := w.restarts(); restarts > 0 {
 		fmt.Printf("%s: %d container restarts during the run\n", *name, restarts)
 	}
@@ -189,29 +200,25 @@ func runAgent(ctx context.Context, args []string) error {
 		*name, *steady, res.Steady.CPUCores, float64(res.Steady.RSSBytes)/(1<<20), res.SteadyCounters.APIRequests, res.SteadyCounters.CRICalls)
 
 	// Deletion.
-	d0, err := counters()
-	if err != nil {
-		return err
-	}
-	td0 := time.Now()
 	deleted := make([]time.Time, *pods)
-	if err := parallel(ctx, *pods, 10, func(i int) error {
-		deleted[i] = time.Now()
-		return cs.CoreV1().Pods(ns).Delete(ctx, podName(i), metav1.DeleteOptions{})
-	}); err != nil {
-		return err
-	}
-	if err := w.waitAll(ctx, 5*time.Minute, func(p *podTimes) bool { return !p.gone.IsZero() }, *pods); err != nil {
-		return fmt.Errorf("delete: %w", err)
-	}
-	td1 := time.Now()
-	d1, err := counters()
+	del, err := measure(func() error {
+		if err := parallel(ctx, *pods, 10, func(i int) error {
+			deleted[i] = time.Now()
+			return cs.CoreV1().Pods(ns).Delete(ctx, podName(i), metav1.DeleteOptions{})
+		}); err != nil {
+			return err
+		}
+		if err := w.waitAll(ctx, 5*time.Minute, func(p *podTimes) bool { return !p.gone.IsZero() }, *pods); err != nil {
+			return fmt.Errorf("delete: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	res.DeletePhase = td1.Sub(td0).Seconds()
-	res.DeleteCounters = d1.Sub(d0)
-	res.Delete = smp.usage(td0, td1, 5*time.Second)
+	res.DeletePhase = del.to.Sub(del.from).Seconds()
+	res.DeleteCounters = del.counters
+	res.Delete = smp.usage(del.from, del.to, 5*time.Second)
 	var gone []time.Duration
 	for i := range *pods {
 		gone = append(gone, w.get(podName(i)).gone.Sub(deleted[i]))
@@ -475,16 +482,4 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error
 }
 
 // highWaterMark is a process's peak resident set (VmHWM).
-func highWaterMark(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, errors.New("no VmHWM")
-}
+func highWaterMark(pid int) (int64, error) { return statusBytes(pid, "VmHWM") }

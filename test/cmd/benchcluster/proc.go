@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,17 +43,23 @@ func readProc(pid int) (procSample, error) {
 	utime, _ := strconv.ParseInt(f[11], 10, 64)
 	stime, _ := strconv.ParseInt(f[12], 10, 64)
 	s.CPU = time.Duration(utime+stime) * time.Second / clockTicks
+	s.RSS, err = statusBytes(pid, "VmRSS")
+	return s, err
+}
+
+// statusBytes reads a size field ("VmRSS", "VmHWM") of /proc/<pid>/status.
+func statusBytes(pid int, field string) (int64, error) {
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return s, err
+		return 0, err
 	}
 	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			s.RSS = kb << 10
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10, err
 		}
 	}
-	return s, nil
+	return 0, fmt.Errorf("/proc/%d/status: no %s", pid, field)
 }
 
 // childOf returns the PID of the first child of parent whose command is not
@@ -77,22 +84,13 @@ func childOf(parent int, skip ...string) (int, error) {
 		if len(f) < 2 || f[1] != strconv.Itoa(parent) {
 			continue
 		}
-		if containsString(skip, comm) {
+		if slices.Contains(skip, comm) {
 			continue
 		}
 		pid, _ := strconv.Atoi(strings.Fields(string(stat))[0])
 		return pid, nil
 	}
 	return 0, fmt.Errorf("no child of %d", parent)
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // sampler reads a process every interval until stopped.
