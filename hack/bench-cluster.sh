@@ -13,7 +13,8 @@
 #
 # Results: $OUT/*.json and $OUT/report.md (the README's tables). The cluster is left down.
 # Settings (env): CONFORMANCE_DIR STATE OUT PODS STEADY VNODES VPODS VSTEADY
-#   PARTS (default "agents vnodes") VAGENTS (default "virtualnodes kwok") VNODES_EXTRA (flags)
+#   PARTS (default "agents vnodes") AGENTS (default "kubelet nodekit") VAGENTS (default "virtualnodes kwok")
+#   VNODES_EXTRA AGENT_EXTRA (more flags for virtualnodes, the reference agent)
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CONFORMANCE_DIR=${CONFORMANCE_DIR:-$ROOT/../shared/conformance}
@@ -24,6 +25,7 @@ VNODES=${VNODES:-1000}
 VPODS=${VPODS:-10000}
 VSTEADY=${VSTEADY:-3m}
 PARTS=${PARTS:-agents vnodes}
+AGENTS=${AGENTS:-kubelet nodekit}
 VAGENTS=${VAGENTS:-virtualnodes kwok}
 KWOK_VERSION=v0.8.0
 
@@ -74,15 +76,19 @@ run_agent() {
 
 if [[ " $PARTS " == *" agents "* ]]; then
   # The kubelet exactly as up.sh runs it by default, but for the kubeconfig and the runtime endpoint (the proxies).
+  if [[ " $AGENTS " == *" kubelet "* ]]; then
   run_agent kubelet "$KUBELET_VERSION" 'exec "$BIN/kubelet" --config="$KUBELET_CONFIG" --kubeconfig="$BENCH_NODE_KUBECONFIG" \
     --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --root-dir="$KUBELET_ROOT_DIR" --cert-dir="$KUBELET_ROOT_DIR/pki" \
     --container-runtime-endpoint="unix://$BENCH_CRI_SOCKET" --v=2'
+  fi
+  if [[ " $AGENTS " == *" nodekit "* ]]; then
   export BENCH_AGENT=$OUT/bin/nodekit-agent
   run_agent nodekit "$NODEKIT_VERSION" 'exec "$BENCH_AGENT" --kubeconfig "$BENCH_NODE_KUBECONFIG" --node-name "$NODE_NAME" \
     --node-ip "$NODE_IP" --container-runtime-endpoint "unix://$BENCH_CRI_SOCKET" --tls-cert-file "$KUBELET_SERVING_CERT" \
     --tls-private-key-file "$KUBELET_SERVING_KEY" --client-ca-file "$CLIENT_CA_FILE" --root-dir "$KUBELET_ROOT_DIR" \
     --pod-logs-dir "$KUBELET_ROOT_DIR/pod-logs" --pod-manifest-path "$KUBELET_ROOT_DIR/manifests" \
-    --cluster-dns "$CLUSTER_DNS" --cluster-domain "$CLUSTER_DOMAIN" --v=2'
+    --cluster-dns "$CLUSTER_DNS" --cluster-domain "$CLUSTER_DOMAIN" --v=2 ${AGENT_EXTRA:-}'
+  fi
 fi
 
 if [[ " $PARTS " == *" vnodes "* ]]; then

@@ -75,7 +75,7 @@ func New(cfg Config) (*Agent, error) {
 		a.nodes = append(a.nodes, n)
 	}
 	a.pods = newPodInformer(cfg)
-	a.syncer = &syncer{cfg: &a.cfg, pods: a.pods.GetIndexer(), hostIP: a.hostIP, patched: make(map[types.UID]*v1.PodStatus)}
+	a.syncer = &syncer{cfg: &a.cfg, pods: a.pods.GetIndexer(), hostIP: a.hostIP, patched: make(map[types.UID][]byte)}
 	a.workers, err = podworkers.New(podworkers.Config{Syncer: a.syncer, MaxConcurrentSyncs: cfg.MaxConcurrentSyncs,
 		ResyncInterval: cfg.PodResyncInterval, Clock: cfg.Clock, Registerer: cfg.Registerer})
 	if err != nil {

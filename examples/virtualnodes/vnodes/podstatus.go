@@ -1,6 +1,7 @@
 package vnodes
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -13,7 +14,12 @@ import (
 // StatusChanged reports whether status differs from old: the test for
 // "patch now". Times compare by instant, not location.
 func StatusChanged(old, status *v1.PodStatus) bool {
-	return !apiequality.Semantic.DeepEqual(old, status)
+	a, errA := old.Marshal()
+	b, errB := status.Marshal()
+	if errA != nil || errB != nil {
+		return !apiequality.Semantic.DeepEqual(old, status)
+	}
+	return !bytes.Equal(a, b)
 }
 
 // PodStatusPatch returns the strategic merge patch of the status

@@ -181,23 +181,20 @@ func (a *Agent) loop(ctx context.Context, work chan<- *node, done <-chan *node) 
 func (a *Agent) housekeeping(ctx context.Context) {
 	a.dispatch.Lock()
 	defer a.dispatch.Unlock()
-	idx := a.pods.GetIndexer()
-	byUIDs := make(map[types.UID]*v1.Pod)
-	for _, n := range a.nodes {
-		objs, _ := idx.ByIndex(byNode, n.name)
-		for _, o := range objs {
-			if p, ok := o.(*v1.Pod); ok {
-				byUIDs[p.UID] = p
-			}
+	// One pass over the informer's list: cheaper than a by-node index
+	// lookup per virtual node, each of which builds a set and a list.
+	objs := a.pods.GetIndexer().List()
+	pods := make([]*v1.Pod, 0, len(objs))
+	desired := make(sets.Set[types.UID], len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*v1.Pod); ok && a.isManaged(p) {
+			pods = append(pods, p)
+			desired.Insert(p.UID)
 		}
 	}
-	desired := make([]types.UID, 0, len(byUIDs))
-	for uid := range byUIDs {
-		desired = append(desired, uid)
-	}
-	known := a.workers.SyncKnownPods(ctx, sets.New(desired...))
-	for uid, p := range byUIDs {
-		if _, ok := known[uid]; !ok {
+	known := a.workers.SyncKnownPods(ctx, desired)
+	for _, p := range pods {
+		if _, ok := known[p.UID]; !ok {
 			_ = a.workers.UpdatePod(ctx, podworkers.Update{Type: podworkers.UpdateCreate, Pod: p})
 		}
 	}
