@@ -3,6 +3,8 @@ package vnodes
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -78,7 +80,7 @@ func TestReportPatchesOnlyChanges(t *testing.T) {
 		Status map[string]json.RawMessage `json:"status"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(patches[1]), &doc))
-	require.Equal(t, []string{"phase"}, keys(doc.Status), "patch: %s", patches[1])
+	require.Equal(t, []string{"phase"}, slices.Collect(maps.Keys(doc.Status)), "patch: %s", patches[1])
 
 	got := s.withStatus(pod)
 	require.Equal(t, v1.PodRunning, got.Status.Phase)
@@ -97,12 +99,4 @@ func TestStatusChanged(t *testing.T) {
 	later := metav1.NewTime(t0.Add(time.Second))
 	b.StartTime = &later
 	require.True(t, StatusChanged(a, b))
-}
-
-func keys(m map[string]json.RawMessage) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
