@@ -58,7 +58,8 @@ type Config struct {
 	// default 0.5. Negative disables jitter.
 	ResyncJitter float64
 	// BackOffPeriod is the delay before a pod whose sync failed is due
-	// again; default 10s. It must not exceed ResyncInterval.
+	// again, unless the error implements RetryAfter; default 10s. It must
+	// not exceed ResyncInterval.
 	BackOffPeriod time.Duration
 	// BackOffJitter stretches each backoff by up to this fraction; default
 	// 0.5. Negative disables jitter.

@@ -95,6 +95,7 @@
 //     one finishes instead of after the next backoff; pods due for a phase
 //     change or finished leave the work queue, which DuePods drains using
 //     "due at or before now".
-//   - There are no special backoffs for network-not-ready or CrashLoop
-//     backoff errors, and no in-place resize hook.
+//   - Instead of special backoffs for network-not-ready errors, a Syncer
+//     error may implement RetryAfter to be retried sooner (or later) than
+//     BackOffPeriod; there is no in-place resize hook.
 package podworkers

@@ -160,7 +160,7 @@ func (w *Workers) finish(u *unit, terminal bool, err error) bool {
 		w.requeueLast(st)
 	case err != nil:
 		u.logger.Error(err, "Error syncing pod, skipping", "workType", u.work)
-		w.due[st.uid] = now.Add(jitter(w.cfg.BackOffPeriod, w.cfg.BackOffJitter, w.cfg.Rand()))
+		w.due[st.uid] = now.Add(w.backOff(err))
 	case u.work == StateTerminated:
 		u.logger.V(4).Info("Pod is complete and the worker can now stop")
 		w.finishPod(st, now)
@@ -196,6 +196,28 @@ func (w *Workers) finish(u *unit, terminal bool, err error) bool {
 	}
 	st.working = false
 	return false
+}
+
+// RetryAfter is implemented by a Syncer error that knows when the sync is
+// worth retrying, sooner or later than Config.BackOffPeriod: a volume mount
+// retried with its own exponential back-off, a network not ready yet. The
+// workers look for it with errors.As, so it may be wrapped or joined.
+type RetryAfter interface {
+	error
+	// RetryAfter is the delay before the pod is due again; zero or less
+	// means Config.BackOffPeriod.
+	RetryAfter() time.Duration
+}
+
+// backOff is how long a pod whose sync failed with err waits: the error's
+// RetryAfter if it has one, else the jittered BackOffPeriod.
+func (w *Workers) backOff(err error) time.Duration {
+	if ra, ok := errors.AsType[RetryAfter](err); ok {
+		if d := ra.RetryAfter(); d > 0 {
+			return d
+		}
+	}
+	return jitter(w.cfg.BackOffPeriod, w.cfg.BackOffJitter, w.cfg.Rand())
 }
 
 // finishPod marks st finished: no more syncs until SyncKnownPods forgets it.

@@ -3,6 +3,7 @@ package podworkers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -307,4 +308,41 @@ func TestStatusBarrier(t *testing.T) {
 	require.NoError(t, w.UpdatePod(ctx, Update{Type: UpdateKill, RunningPod: &RuntimePod{UID: "o"}}))
 	w.ProcessPending(ctx)
 	require.Len(t, afters, 2)
+}
+
+// retryIn is a sync error that asks for its own retry delay.
+type retryIn time.Duration
+
+func (r retryIn) Error() string             { return "volume not ready" }
+func (r retryIn) RetryAfter() time.Duration { return time.Duration(r) }
+
+func TestSyncErrorRetryAfter(t *testing.T) {
+	r := &recordingSyncer{}
+	var errs []error
+	r.syncPod = func(context.Context, UpdateType, *v1.Pod) (bool, error) {
+		err := errs[0]
+		errs = errs[1:]
+		return false, err
+	}
+	w, clk := newTestWorkers(t, r)
+	ctx := context.Background()
+	p := newPod("a", "pa", "1")
+	// Wrapped, it is found; zero falls back to BackOffPeriod.
+	errs = []error{fmt.Errorf("mount: %w", retryIn(500*time.Millisecond)), errors.Join(errors.New("x"), retryIn(0)), nil}
+	apply(t, w, update(UpdateCreate, p))
+	w.ProcessPending(ctx)
+	clk.Step(499 * time.Millisecond)
+	require.Empty(t, w.DuePods(), "not before the error's delay")
+	clk.Step(time.Millisecond)
+	require.Equal(t, []types.UID{"a"}, w.DuePods())
+	apply(t, w, update(UpdateSync, p))
+	w.ProcessPending(ctx)
+	clk.Step(DefaultBackOffPeriod - time.Millisecond)
+	require.Empty(t, w.DuePods(), "a zero delay is the backoff period")
+	clk.Step(time.Millisecond)
+	require.Equal(t, []types.UID{"a"}, w.DuePods())
+	apply(t, w, update(UpdateSync, p))
+	w.ProcessPending(ctx)
+	require.Len(t, r.take(), 3)
+	require.Empty(t, errs)
 }

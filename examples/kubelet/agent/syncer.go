@@ -315,8 +315,12 @@ func (s *syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v
 		klog.FromContext(ctx).Error(err, "Prepare the pod cgroup for a resize", "pod", klog.KObj(pod))
 	}
 	syncErr := s.execute(ctx, pod, rtp, plan)
-	if rtp, err = s.runtimeState(ctx, pod.UID, true); err != nil {
-		return false, err
+	if plan.Acts() {
+		// Read back what the plan did; a pod left alone (every periodic
+		// sync of a running pod) keeps the state the PLEG cache gave.
+		if rtp, err = s.runtimeState(ctx, pod.UID, true); err != nil {
+			return false, err
+		}
 	}
 	s.actuateResize(ctx, pod, rtp)
 	s.status.write(pod, rtp, nil)

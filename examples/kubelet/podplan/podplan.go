@@ -96,6 +96,13 @@ type Plan struct {
 	Initialized bool
 }
 
+// Acts reports whether carrying out the Plan changes the runtime: a pod
+// whose Plan does not act is as the runtime last reported it, so there is
+// nothing new to read back after it.
+func (p Plan) Acts() bool {
+	return p.KillPod || p.CreateSandbox || len(p.Kill) > 0 || len(p.Start) > 0
+}
+
 // IsSidecar reports whether an init container is restartable (a sidecar).
 func IsSidecar(c *v1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways

@@ -1,6 +1,8 @@
 package podplan
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -193,6 +195,8 @@ func TestCompute(t *testing.T) {
 			}
 			p := Compute(in)
 			assert.Equal(t, tc.want, summary(p))
+			acts := slices.ContainsFunc(tc.want, func(s string) bool { return !strings.HasPrefix(s, "done") })
+			assert.Equal(t, acts, p.Acts(), "acts: the runtime changes")
 			if !tc.notReady {
 				assert.Equal(t, tc.initialized, p.Initialized, "initialized")
 			}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -69,6 +70,45 @@ type Manager struct {
 	// images holds the runtime's reference of each image volume, by pod
 	// and volume name.
 	images map[types.UID]map[string]string
+	// failures counts, per pod, the SetUpPod calls in a row that left a
+	// volume never set up: the exponent of the pod's retry delay.
+	failures map[types.UID]int
+}
+
+// The retry delays of a pod whose volume could not be set up: from 500ms
+// after the first failure, doubling, as the kubelet's volume manager
+// retries a mount operation, but at most the pod workers' default
+// back-off (10s), so that retrying here is never slower than a failed sync.
+const (
+	mountRetryInitial = 500 * time.Millisecond
+	mountRetryMax     = 10 * time.Second
+)
+
+// MountError is what SetUpPod returns when a volume never set up failed.
+// RetryAfter (podworkers.RetryAfter) is when the pod is worth syncing
+// again: a token the API server refused because its authorizer has not
+// seen the pod's binding yet, or a configMap created just after the pod,
+// succeed a moment later.
+type MountError struct {
+	Err   error
+	Delay time.Duration
+}
+
+func (e *MountError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the FailedMount errors.
+func (e *MountError) Unwrap() error { return e.Err }
+
+// RetryAfter is the delay before the next attempt.
+func (e *MountError) RetryAfter() time.Duration { return e.Delay }
+
+// retryDelay is the delay after the n-th failure in a row (n ≥ 1).
+func retryDelay(n int) time.Duration {
+	d := mountRetryInitial
+	for i := 1; i < n && d < mountRetryMax; i++ {
+		d *= 2
+	}
+	return min(d, mountRetryMax)
 }
 
 // New checks cfg and returns a Manager. Call Stop when done.
@@ -99,7 +139,8 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Allocatable == nil {
 		cfg.Allocatable = func() v1.ResourceList { return nil }
 	}
-	return &Manager{cfg: cfg, ready: map[types.UID]map[string]bool{}, images: map[types.UID]map[string]string{}, tokens: newTokenCache(cfg.Client, cfg.Clock)}, nil
+	return &Manager{cfg: cfg, ready: map[types.UID]map[string]bool{}, images: map[types.UID]map[string]string{},
+		failures: map[types.UID]int{}, tokens: newTokenCache(cfg.Client, cfg.Clock)}, nil
 }
 
 // Objects reads configMaps and secrets; objects.Cache is one.
@@ -151,9 +192,10 @@ func (m *Manager) volumePath(pod *v1.Pod, v *v1.Volume) string {
 // running pod, which is how configMap, secret, downward API and token
 // contents follow their sources (an unchanged payload writes nothing).
 // Each volume that fails gets a FailedMount event with the kubelet's
-// message; the error names those never set up (a volume that was set up
-// once and fails to refresh keeps its last content and only warns, so a
-// running pod is not held back by, say, a deleted secret).
+// message; the error, a *MountError, names those never set up and when to
+// try again (a volume that was set up once and fails to refresh keeps its
+// last content and only warns, so a running pod is not held back by, say,
+// a deleted secret).
 func (m *Manager) SetUpPod(ctx context.Context, pod *v1.Pod) error {
 	m.mu.Lock()
 	if m.ready[pod.UID] == nil {
@@ -185,7 +227,14 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *v1.Pod) error {
 			errs = append(errs, errors.New(msg))
 		}
 	}
-	return errors.Join(errs...)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(errs) == 0 {
+		delete(m.failures, pod.UID)
+		return nil
+	}
+	m.failures[pod.UID]++
+	return &MountError{Err: errors.Join(errs...), Delay: retryDelay(m.failures[pod.UID])}
 }
 
 func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, v *v1.Volume) error {
@@ -478,6 +527,7 @@ func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
 	m.mu.Lock()
 	delete(m.ready, uid)
 	delete(m.images, uid)
+	delete(m.failures, uid)
 	m.mu.Unlock()
 	klog.FromContext(ctx).V(3).Info("Pod volumes torn down", "podUID", uid)
 	return nil

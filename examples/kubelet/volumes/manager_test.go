@@ -2,6 +2,7 @@ package volumes
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,9 +14,11 @@ import (
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
@@ -451,4 +454,39 @@ func TestImageVolumes(t *testing.T) {
 	require.NoError(t, m.TearDownPod(ctx, pod.UID))
 	_, err = m.ContainerMounts(ctx, pod, c, nil)
 	assert.Error(t, err, "forgotten with the pod")
+}
+
+func TestMountFailureRetriesSoonThenBacksOff(t *testing.T) {
+	e := newEnv(t)
+	// The API server's node authorizer has not seen the pod's binding yet.
+	refusals := 5
+	e.client.PrependReactor("create", "serviceaccounts", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "token" || refusals == 0 {
+			return false, nil, nil
+		}
+		refusals--
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "serviceaccounts"}, "default",
+			errors.New("node requested token bound to a pod scheduled on a different node"))
+	})
+	exp := int64(3600)
+	pod := testPod(v1.Volume{Name: "token", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
+		Sources: []v1.VolumeProjection{{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: &exp}}}}}})
+	ctx := context.Background()
+	var delays []time.Duration
+	for range 5 {
+		err := e.setUp(ctx, pod)
+		ra, ok := errors.AsType[*MountError](err)
+		require.True(t, ok, "%v", err)
+		assert.ErrorContains(t, err, `MountVolume.SetUp failed for volume "token"`)
+		delays = append(delays, ra.RetryAfter())
+	}
+	assert.Equal(t, []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}, delays)
+	assert.Equal(t, 10*time.Second, retryDelay(6), "capped at the pod workers' back-off")
+	assert.Equal(t, 10*time.Second, retryDelay(100))
+
+	require.NoError(t, e.setUp(ctx, pod))
+	e.m.mu.Lock()
+	_, counted := e.m.failures[pod.UID]
+	e.m.mu.Unlock()
+	assert.False(t, counted, "a success starts the delays over")
 }
