@@ -152,21 +152,30 @@ func runAgent(ctx context.Context, args []string) error {
 		return ph, nil
 	}
 
+	// burst makes one API call per pod (10 at a time), noting when each
+	// was made, and waits until done holds for every pod: one phase.
+	burst := func(what string, timeout time.Duration, call func(i int) error, done func(*podTimes) bool) ([]time.Time, phase, error) {
+		at := make([]time.Time, *pods)
+		ph, err := measure(func() error {
+			if err := parallel(ctx, *pods, 10, func(i int) error {
+				at[i] = time.Now()
+				return call(i)
+			}); err != nil {
+				return err
+			}
+			if err := w.waitAll(ctx, timeout, done, *pods); err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+			return nil
+		})
+		return at, ph, err
+	}
+
 	// Start.
-	created := make([]time.Time, *pods)
-	start, err := measure(func() error {
-		if err := parallel(ctx, *pods, 10, func(i int) error {
-			created[i] = time.Now()
-			_, err := cs.CoreV1().Pods(ns).Create(ctx, benchPod(i, *image), metav1.CreateOptions{})
-			return err
-		}); err != nil {
-			return err
-		}
-		if err := w.waitAll(ctx, 10*time.Minute, func(p *podTimes) bool { return !p.ready.IsZero() }, *pods); err != nil {
-			return fmt.Errorf("start: %w", err)
-		}
-		return nil
-	})
+	created, start, err := burst("start", 10*time.Minute, func(i int) error {
+		_, err := cs.CoreV1().Pods(ns).Create(ctx, benchPod(i, *image), metav1.CreateOptions{})
+		return err
+	}, func(p *podTimes) bool { return !p.ready.IsZero() })
 	if err != nil {
 		return err
 	}
@@ -200,19 +209,9 @@ func runAgent(ctx context.Context, args []string) error {
 		*name, *steady, res.Steady.CPUCores, float64(res.Steady.RSSBytes)/(1<<20), res.SteadyCounters.APIRequests, res.SteadyCounters.CRICalls)
 
 	// Deletion.
-	deleted := make([]time.Time, *pods)
-	del, err := measure(func() error {
-		if err := parallel(ctx, *pods, 10, func(i int) error {
-			deleted[i] = time.Now()
-			return cs.CoreV1().Pods(ns).Delete(ctx, podName(i), metav1.DeleteOptions{})
-		}); err != nil {
-			return err
-		}
-		if err := w.waitAll(ctx, 5*time.Minute, func(p *podTimes) bool { return !p.gone.IsZero() }, *pods); err != nil {
-			return fmt.Errorf("delete: %w", err)
-		}
-		return nil
-	})
+	deleted, del, err := burst("delete", 5*time.Minute, func(i int) error {
+		return cs.CoreV1().Pods(ns).Delete(ctx, podName(i), metav1.DeleteOptions{})
+	}, func(p *podTimes) bool { return !p.gone.IsZero() })
 	if err != nil {
 		return err
 	}
