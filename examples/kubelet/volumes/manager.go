@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/nodekit/nodekit/lease"
 )
 
 // ErrInvalidConfig wraps every error New returns for a bad Config.
@@ -101,15 +103,6 @@ func (e *MountError) Unwrap() error { return e.Err }
 
 // RetryAfter is the delay before the next attempt.
 func (e *MountError) RetryAfter() time.Duration { return e.Delay }
-
-// retryDelay is the delay after the n-th failure in a row (n ≥ 1).
-func retryDelay(n int) time.Duration {
-	d := mountRetryInitial
-	for i := 1; i < n && d < mountRetryMax; i++ {
-		d *= 2
-	}
-	return min(d, mountRetryMax)
-}
 
 // New checks cfg and returns a Manager. Call Stop when done.
 func New(cfg Config) (*Manager, error) {
@@ -234,7 +227,7 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *v1.Pod) error {
 		return nil
 	}
 	m.failures[pod.UID]++
-	return &MountError{Err: errors.Join(errs...), Delay: retryDelay(m.failures[pod.UID])}
+	return &MountError{Err: errors.Join(errs...), Delay: lease.Backoff(m.failures[pod.UID], mountRetryInitial, mountRetryMax)}
 }
 
 func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, v *v1.Volume) error {
