@@ -6,11 +6,16 @@ STAGE               := $(CURDIR)/hack/stage
 # Every Go file tracked or not yet tracked, minus vendored or generated trees.
 GOFILES              = $(shell find . -name '*.go' -not -path './bin/*' -not -path './.git/*')
 
-.PHONY: test faults containerd-test demo bench bench-cluster pins layering fmt-check vet staticcheck unit integration clean
+.PHONY: help test demo-check faults containerd-test demo bench bench-cluster pins layering fmt-check vet staticcheck unit integration clean
 
 ## test: everything CI runs — pins, gofmt, go vet, staticcheck, race tests of
-## the library and of the nested test module (real kube-apiserver).
-test: pins layering fmt-check vet staticcheck unit integration
+## the library and of the nested test module (real kube-apiserver), and
+## the demo's non-interactive check.
+test: pins layering fmt-check vet staticcheck unit integration demo-check
+
+## help: this list of targets.
+help:
+	@awk '/^## /{ l = substr($$0, 4); if (!blk && match(l, /^[a-z-]+:/)) { printf "\n  make %s\n", substr(l, 1, RLENGTH - 1); l = substr(l, RLENGTH + 2) } printf "      %s\n", l; blk = 1; next } { blk = 0 }' $(MAKEFILE_LIST)
 
 pins:
 	@$(STAGE) pins ./hack/check-pins.sh
@@ -60,6 +65,14 @@ demo:
 	@echo "building the demo (kube-apiserver in-process + the reference agent); the first build takes a few minutes ..."
 	@cd test && $(GO) build -o $(BIN)/nodekit-demo ./cmd/demo
 	@$(BIN)/nodekit-demo
+
+## demo-check: make demo without a screen: exits 1 unless the five promised
+## outcomes show in the API within its deadline and no temporary file is
+## left behind (part of test).
+demo-check:
+	@$(STAGE) "demo --check" sh -c 'cd test && $(GO) build -o $(BIN)/nodekit-demo ./cmd/demo && tmp=$$(mktemp -d) && \
+	  TMPDIR=$$tmp $(BIN)/nodekit-demo --check; rc=$$?; left=$$(ls -A $$tmp); rm -rf $$tmp; \
+	  if [ -n "$$left" ]; then echo "demo left in TMPDIR: $$left"; exit 1; fi; exit $$rc'
 
 ## bench: every benchmark, with allocations.
 bench:

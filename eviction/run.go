@@ -116,4 +116,8 @@ func (m *Manager) waitForCleanup(ctx context.Context, pod *v1.Pod) bool {
 // wait for an evicted pod's cleanup is in progress, while a Trigger is not
 // yet taken, or when Run is not running. A test on a fake clock waits until
 // ok before stepping the clock to next.
+//
+// A next not after the clock's now means the timer has fired and Run is
+// about to wake: not parked yet, ask again. Package clockdrive steps a fake
+// clock over these methods.
 func (m *Manager) NextPass() (next time.Time, ok bool) { return m.parked.Next() }

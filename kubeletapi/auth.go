@@ -217,7 +217,7 @@ func withAuth(nodeName string, authn authenticator.Request, authz authorizer.Aut
 			logger.Error(err, "Unable to authenticate the request due to an error")
 		}
 		if err != nil || !ok {
-			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			refuse(w, r, "Unauthorized", http.StatusUnauthorized)
 			return
 		}
 		attrs := Attributes(nodeName, info.User, r)
@@ -227,7 +227,7 @@ func withAuth(nodeName string, authn authenticator.Request, authz authorizer.Aut
 			decision, _, err := authz.Authorize(r.Context(), attr)
 			if err != nil {
 				logger.Error(err, "Authorization error", "user", attr.GetUser().GetName(), "verb", attr.GetVerb(), "subresource", attr.GetSubresource())
-				http.Error(w, fmt.Sprintf("Authorization error (user=%s, verb=%s, resource=%s, subresource=%s)",
+				refuse(w, r, fmt.Sprintf("Authorization error (user=%s, verb=%s, resource=%s, subresource=%s)",
 					attr.GetUser().GetName(), attr.GetVerb(), attr.GetResource(), attr.GetSubresource()), http.StatusInternalServerError)
 				return
 			}
@@ -239,9 +239,21 @@ func withAuth(nodeName string, authn authenticator.Request, authz authorizer.Aut
 			}
 		}
 		logger.V(2).Info("Forbidden", "user", info.User.GetName(), "verb", attrs[0].GetVerb(), "subresources", subs)
-		http.Error(w, fmt.Sprintf("Forbidden (user=%s, verb=%s, resource=%s, subresource(s)=%v)",
+		refuse(w, r, fmt.Sprintf("Forbidden (user=%s, verb=%s, resource=%s, subresource(s)=%v)",
 			info.User.GetName(), attrs[0].GetVerb(), attrs[0].GetResource(), subs), http.StatusForbidden)
 	})
+}
+
+// refuse answers a request that will not be served. A request with a body
+// also gets "Connection: close": net/http would otherwise read what is
+// left of the body before answering, so that the connection can be
+// reused, and a client trickling its body would hold the connection
+// without ever hearing no.
+func refuse(w http.ResponseWriter, r *http.Request, msg string, code int) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+	}
+	http.Error(w, msg, code)
 }
 
 type userKey struct{}

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	authenticationclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
-	"k8s.io/utils/clock"
 )
 
 // Defaults of the kubelet (v1.36).
@@ -37,6 +36,12 @@ const (
 	// DefaultStreamCreationTimeout bounds the client's stream setup of an
 	// in-process session.
 	DefaultStreamCreationTimeout = 30 * time.Second
+	// DefaultIdleTimeout closes idle kept-alive connections (the
+	// kubelet's server, matching http.DefaultTransport's keep-alive).
+	DefaultIdleTimeout = 90 * time.Second
+	// DefaultReadWriteTimeout bounds reading a request and writing its
+	// response (the kubelet's server).
+	DefaultReadWriteTimeout = 4 * time.Hour
 	// DefaultWebhookTimeout bounds each TokenReview or SubjectAccessReview.
 	DefaultWebhookTimeout = 10 * time.Second
 )
@@ -70,7 +75,12 @@ type Config struct {
 	// ReadOnlyAddr, if set, serves the kubelet's deprecated read-only port:
 	// plain HTTP without authentication for /healthz, /pods, /stats and
 	// /metrics. Empty (the kubelet's --read-only-port 0) disables it.
+	// It tells every pod's spec, inline env values included, to anyone who
+	// can connect: never bind it where untrusted clients reach it.
 	ReadOnlyAddr string
+	// ReadOnlyListener, if set, is used instead of listening on
+	// ReadOnlyAddr. Run closes it.
+	ReadOnlyListener net.Listener
 
 	// TLSCertFile and TLSKeyFile are the serving certificate and key
 	// (--tls-cert-file, --tls-private-key-file). They are re-read when the
@@ -116,9 +126,14 @@ type Config struct {
 	StreamIdleTimeout, StreamCreationTimeout time.Duration
 	// MaxRequestHeaderBytes bounds request headers. Default 1 MiB.
 	MaxRequestHeaderBytes int
+	// IdleTimeout closes a kept-alive connection with no request for
+	// that long. Default 90s, the kubelet's.
+	IdleTimeout time.Duration
+	// ReadTimeout and WriteTimeout bound reading a whole request and
+	// writing its response (upgraded streams are not bound by them).
+	// Defaults 4h, the kubelet's. Request headers must arrive within 30s.
+	ReadTimeout, WriteTimeout time.Duration
 
-	// Clock provides "now" for sinceSeconds. Default the real clock.
-	Clock clock.PassiveClock
 	// Registerer receives the server's request metrics (nil: none). Names
 	// follow the kubelet's kubelet_http_requests_total and
 	// kubelet_http_inflight_requests.
@@ -175,6 +190,7 @@ func (c *Config) defaults() error {
 	}
 	for name, d := range map[string]time.Duration{
 		"StreamIdleTimeout": c.StreamIdleTimeout, "StreamCreationTimeout": c.StreamCreationTimeout,
+		"IdleTimeout": c.IdleTimeout, "ReadTimeout": c.ReadTimeout, "WriteTimeout": c.WriteTimeout,
 		"Auth.AuthenticationCacheTTL": c.Auth.AuthenticationCacheTTL, "Auth.AuthorizationAllowTTL": c.Auth.AuthorizationAllowTTL,
 		"Auth.AuthorizationDenyTTL": c.Auth.AuthorizationDenyTTL, "Auth.WebhookTimeout": c.Auth.WebhookTimeout,
 	} {
@@ -200,6 +216,9 @@ func (c *Config) defaults() error {
 	if c.HealthzAddr == "" {
 		c.HealthzAddr = DefaultHealthzAddr
 	}
+	setDefault(&c.IdleTimeout, DefaultIdleTimeout)
+	setDefault(&c.ReadTimeout, DefaultReadWriteTimeout)
+	setDefault(&c.WriteTimeout, DefaultReadWriteTimeout)
 	setDefault(&c.StreamIdleTimeout, DefaultStreamIdleTimeout)
 	setDefault(&c.StreamCreationTimeout, DefaultStreamCreationTimeout)
 	setDefault(&c.Auth.AuthenticationCacheTTL, DefaultAuthenticationCacheTTL)
@@ -208,9 +227,6 @@ func (c *Config) defaults() error {
 	setDefault(&c.Auth.WebhookTimeout, DefaultWebhookTimeout)
 	if c.MaxRequestHeaderBytes == 0 {
 		c.MaxRequestHeaderBytes = 1 << 20
-	}
-	if c.Clock == nil {
-		c.Clock = clock.RealClock{}
 	}
 	return nil
 }

@@ -44,7 +44,12 @@
 //  2. Provide what you can serve: LogSource, Streamer, Runner,
 //     SummaryProvider, health checks, metrics gatherers. A nil one answers
 //     501 on its endpoints. For a CRI runtime, package kubeletapi/cri
-//     implements the first three.
+//     implements the first three. For containers that run in process
+//     (goroutines, a virtual node's remote workloads), LogBuffer is the
+//     LogSource: Start each run of a container and write its output to the
+//     writers it returns, Close it when it exits, Remove the pod when it is
+//     gone; it serves follow, previous, tail, since, limitBytes and
+//     timestamps as the kubelet does, within a memory bound.
 //
 //  3. Give the authentication and authorization clients (the node
 //     identity's AuthenticationV1 and AuthorizationV1) or an Authenticator

@@ -155,7 +155,7 @@ func (s *Server) Run(ctx context.Context) error {
 	err := errors.Join(
 		open("api", s.cfg.Listener, s.cfg.Addr, s.Handler(), true),
 		open("healthz", s.cfg.HealthzListener, s.cfg.HealthzAddr, healthz, false),
-		open("read-only", nil, s.cfg.ReadOnlyAddr, s.instrument("readonly", s.open), false),
+		open("read-only", s.cfg.ReadOnlyListener, s.cfg.ReadOnlyAddr, s.instrument("readonly", s.open), false),
 	)
 	if err == nil {
 		err = s.watchFiles(goRun)
@@ -207,6 +207,9 @@ func (s *Server) httpServer(ctx context.Context, h http.Handler, useTLS bool) *h
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 30 * time.Second,
+		ReadTimeout:       s.cfg.ReadTimeout,
+		WriteTimeout:      s.cfg.WriteTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    s.cfg.MaxRequestHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		// TLS handshake and other connection errors go to the context's

@@ -178,6 +178,10 @@ func (s *schedule) Pop() any {
 // no renewal is scheduled. A test on a fake clock waits until ok, then steps
 // the clock to next: the fake clock also holds the request timeouts of
 // renewals in flight, so "the clock has waiters" does not mean Run waits.
+//
+// A next not after the clock's now means the timer has fired and Run is
+// about to wake: not parked yet, ask again. Package clockdrive steps a fake
+// clock over these methods.
 func (c *Controller) NextDue() (next time.Time, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

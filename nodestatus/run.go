@@ -64,6 +64,10 @@ func (c *Controller) isRegistered() bool {
 // waits until ok before stepping the clock: the fake clock also holds the
 // timeouts of requests in flight, so "the clock has waiters" does not mean
 // Run waits.
+//
+// A next not after the clock's now means the timer has fired and Run is
+// about to wake: not parked yet, ask again. Package clockdrive steps a fake
+// clock over these methods.
 func (c *Controller) NextSync() (next time.Time, ok bool) { return c.parked.Next() }
 
 // wait returns false if ctx ended, true after d or a Trigger.

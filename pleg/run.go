@@ -73,6 +73,10 @@ func (g *Generator) loop(ctx context.Context) {
 // clock waits until ok before stepping the clock to the returned time: the
 // fake clock also holds the timeouts of runtime calls in flight, so "the
 // clock has waiters" does not mean Run waits.
+//
+// A next not after the clock's now means the timer has fired and Run is
+// about to wake: not parked yet, ask again. Package clockdrive steps a fake
+// clock over these methods.
 func (g *Generator) NextRelist() (next time.Time, ok bool) { return g.parked.Next() }
 
 // relistPods serves single-pod relist requests a full relist has not

@@ -89,6 +89,10 @@ func (m *Manager) setIdle(idle bool, until time.Time, taken bool) {
 // scheduled. A test on a fake clock waits until ok before stepping the clock
 // to next: the fake clock also holds the timeouts of probes in flight, so
 // "the clock has waiters" does not mean Run waits.
+//
+// A next not after the clock's now means the timer has fired and Run is
+// about to wake: not parked yet, ask again. Package clockdrive steps a fake
+// clock over these methods.
 func (m *Manager) NextProbe() (next time.Time, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

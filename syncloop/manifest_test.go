@@ -99,6 +99,14 @@ func TestInvalidManifestsNameTheField(t *testing.T) {
 		{"secret volume", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}], volumes: [{name: v, secret: {secretName: s}}]}\n", "spec.volumes[0].secret: Forbidden: static pods may not reference secrets"},
 		{"service account", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {serviceAccountName: sa, containers: [{name: c, image: i}]}\n", "spec.serviceAccountName: Forbidden"},
 		{"list in a file", "apiVersion: v1\nkind: PodList\nitems: []\n", "must hold one Pod, found 0"},
+		{"uid with a path", "apiVersion: v1\nkind: Pod\nmetadata: {name: p, uid: ../../../x}\nspec: {containers: [{name: c, image: i}]}\n", "metadata.uid: Invalid value"},
+		{"uid dot dot", "apiVersion: v1\nkind: Pod\nmetadata: {name: p, uid: a..b}\nspec: {containers: [{name: c, image: i}]}\n", `must not be "." or contain ".."`},
+		{"volume name escapes", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}], volumes: [{name: ../../../../../../escape-vol, emptyDir: {}}]}\n", "spec.volumes[0].name: Invalid value"},
+		{"duplicate volume", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}], volumes: [{name: v, emptyDir: {}}, {name: v, emptyDir: {}}]}\n", "spec.volumes[1].name: Duplicate value"},
+		{"mount of no volume", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i, volumeMounts: [{name: v, mountPath: /v}]}]}\n", "spec.containers[0].volumeMounts[0].name: Not found"},
+		{"subPath up", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i, volumeMounts: [{name: v, mountPath: /v, subPath: a/../../b}]}], volumes: [{name: v, emptyDir: {}}]}\n", "subPath: Invalid value"},
+		{"subPath absolute", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i, volumeMounts: [{name: v, mountPath: /v, subPath: /etc}]}], volumes: [{name: v, emptyDir: {}}]}\n", "must be a relative path"},
+		{"ephemeral container name", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}], ephemeralContainers: [{name: ../d, image: i}]}\n", "spec.ephemeralContainers[0].name: Invalid value"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -123,6 +131,7 @@ func FuzzParseStaticPod(f *testing.F) {
 	f.Add([]byte("{{{{"))
 	f.Add([]byte("- [a, b]\n- {c: d}\n"))
 	f.Add([]byte{0xff, 0xfe, 0x00})
+	f.Add([]byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p, uid: \"../../../x\"}\nspec:\n  containers: [{name: c, image: i, volumeMounts: [{name: v, mountPath: /v, subPath: a}]}]\n  volumes: [{name: \"../../../../../../escape-vol\", emptyDir: {}}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		pod, err := parseStaticPod("fuzz.yaml", data, "node-1", "file")
 		if err != nil {
@@ -136,5 +145,18 @@ func FuzzParseStaticPod(f *testing.F) {
 		require.True(t, strings.HasSuffix(pod.Name, "-node-1"), pod.Name)
 		require.NotEmpty(t, pod.Namespace)
 		require.NotEmpty(t, pod.Spec.Containers)
+		// Nothing that names a directory of the pod can leave it.
+		for _, name := range append([]string{string(pod.UID)}, volumeNames(pod)...) {
+			require.NotContains(t, name, "/")
+			require.NotContains(t, name, "..")
+		}
 	})
+}
+
+func volumeNames(pod *v1.Pod) []string {
+	var names []string
+	for _, v := range pod.Spec.Volumes {
+		names = append(names, v.Name)
+	}
+	return names
 }

@@ -71,4 +71,8 @@ func (l *Loop) Run(ctx context.Context) error {
 // queued input does not clear ok. A test on a fake clock waits until ok
 // before stepping the clock to next. The sources' own timers (file and
 // HTTP polling, the API server's reflector) are not included.
+//
+// A next not after the clock's now means the timer has fired and Run is
+// about to wake: not parked yet, ask again. Package clockdrive steps a fake
+// clock over these methods.
 func (l *Loop) NextIteration() (next time.Time, ok bool) { return l.parked.Next() }

@@ -1,9 +1,11 @@
 package syncloop
 
 import (
+	"path/filepath"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -23,13 +25,23 @@ func validateStaticPod(pod *v1.Pod) field.ErrorList {
 	for _, msg := range validation.IsDNS1123Label(pod.Namespace) {
 		errs = append(errs, field.Invalid(meta.Child("namespace"), pod.Namespace, msg))
 	}
+	if msg := unsafeUID(pod.UID); msg != "" {
+		errs = append(errs, field.Invalid(meta.Child("uid"), pod.UID, msg))
+	}
 	spec := field.NewPath("spec")
+	volumes, volErrs := validateVolumeNames(pod.Spec.Volumes, spec.Child("volumes"))
+	errs = append(errs, volErrs...)
 	if len(pod.Spec.Containers) == 0 {
 		errs = append(errs, field.Required(spec.Child("containers"), "at least one container is required"))
 	}
 	names := sets.New[string]()
-	errs = append(errs, validateContainers(pod.Spec.InitContainers, spec.Child("initContainers"), names)...)
-	errs = append(errs, validateContainers(pod.Spec.Containers, spec.Child("containers"), names)...)
+	errs = append(errs, validateContainers(pod.Spec.InitContainers, spec.Child("initContainers"), names, volumes)...)
+	errs = append(errs, validateContainers(pod.Spec.Containers, spec.Child("containers"), names, volumes)...)
+	for i, e := range pod.Spec.EphemeralContainers {
+		p := spec.Child("ephemeralContainers").Index(i)
+		errs = append(errs, validateName(e.Name, p.Child("name"), names)...)
+		errs = append(errs, validateMounts(e.VolumeMounts, p.Child("volumeMounts"), volumes)...)
+	}
 	switch pod.Spec.RestartPolicy {
 	case v1.RestartPolicyAlways, v1.RestartPolicyOnFailure, v1.RestartPolicyNever:
 	default:
@@ -48,21 +60,94 @@ func validateStaticPod(pod *v1.Pod) field.ErrorList {
 	return append(errs, apiReferences(pod)...)
 }
 
-func validateContainers(cs []v1.Container, path *field.Path, names sets.Set[string]) field.ErrorList {
+// unsafeUID says why a UID given in a manifest cannot name the pod's
+// directories (upstream keeps a given UID verbatim; nodekit refuses one
+// that could leave them), or "".
+func unsafeUID(uid types.UID) string {
+	s := string(uid)
+	switch {
+	case s == "":
+		return ""
+	case len(s) > 128:
+		return "must be no more than 128 characters"
+	case strings.ContainsAny(s, `/\`) || strings.ContainsRune(s, 0):
+		return "must not contain a path separator or NUL"
+	case strings.Contains(s, ".."), s == ".":
+		return `must not be "." or contain ".."`
+	}
+	return ""
+}
+
+// validateVolumeNames checks that every volume has a unique DNS-1123
+// label for a name (it names a directory under the pod's) and returns
+// the names.
+func validateVolumeNames(vols []v1.Volume, path *field.Path) (sets.Set[string], field.ErrorList) {
+	names := sets.New[string]()
+	var errs field.ErrorList
+	for i, v := range vols {
+		errs = append(errs, validateName(v.Name, path.Index(i).Child("name"), names)...)
+	}
+	return names, errs
+}
+
+// validateName checks a container or volume name: required, a DNS-1123
+// label, unique among names (which it joins).
+func validateName(name string, path *field.Path, names sets.Set[string]) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(path, "")}
+	}
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Label(name) {
+		errs = append(errs, field.Invalid(path, name, msg))
+	}
+	if names.Has(name) {
+		errs = append(errs, field.Duplicate(path, name))
+	}
+	names.Insert(name)
+	return errs
+}
+
+// validateMounts checks that each mount names a volume of the pod, has a
+// path, and that its subPath stays below the volume.
+func validateMounts(mounts []v1.VolumeMount, path *field.Path, volumes sets.Set[string]) field.ErrorList {
+	var errs field.ErrorList
+	for i, m := range mounts {
+		p := path.Index(i)
+		if !volumes.Has(m.Name) {
+			errs = append(errs, field.NotFound(p.Child("name"), m.Name))
+		}
+		if m.MountPath == "" {
+			errs = append(errs, field.Required(p.Child("mountPath"), ""))
+		}
+		if m.SubPath != "" {
+			if msg := descendingPath(m.SubPath); msg != "" {
+				errs = append(errs, field.Invalid(p.Child("subPath"), m.SubPath, msg))
+			}
+		}
+	}
+	return errs
+}
+
+// descendingPath says why p is not a relative path that stays below its
+// base, or "".
+func descendingPath(p string) string {
+	if filepath.IsAbs(p) || strings.HasPrefix(p, `\`) {
+		return "must be a relative path"
+	}
+	for _, part := range strings.FieldsFunc(p, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if part == ".." {
+			return "must not contain '..'"
+		}
+	}
+	return ""
+}
+
+func validateContainers(cs []v1.Container, path *field.Path, names, volumes sets.Set[string]) field.ErrorList {
 	var errs field.ErrorList
 	for i, c := range cs {
 		p := path.Index(i)
-		if c.Name == "" {
-			errs = append(errs, field.Required(p.Child("name"), ""))
-		} else {
-			for _, msg := range validation.IsDNS1123Label(c.Name) {
-				errs = append(errs, field.Invalid(p.Child("name"), c.Name, msg))
-			}
-			if names.Has(c.Name) {
-				errs = append(errs, field.Duplicate(p.Child("name"), c.Name))
-			}
-			names.Insert(c.Name)
-		}
+		errs = append(errs, validateName(c.Name, p.Child("name"), names)...)
+		errs = append(errs, validateMounts(c.VolumeMounts, p.Child("volumeMounts"), volumes)...)
 		if strings.TrimSpace(c.Image) == "" {
 			errs = append(errs, field.Required(p.Child("image"), ""))
 		}

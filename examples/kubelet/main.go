@@ -1,5 +1,5 @@
 // Command kubelet is nodekit's reference node agent: the kubelet's loop
-// assembled from nodekit's eight packages (see package agent).
+// assembled from nodekit's packages (see package agent).
 //
 // Modes:
 //
@@ -46,10 +46,11 @@ func main() {
 func run() error {
 	fs := flag.NewFlagSet("kubelet", flag.ContinueOnError)
 	var (
-		opts       agent.Options
-		kubeconfig string
-		address    string
-		port       int
+		opts         agent.Options
+		kubeconfig   string
+		address      string
+		port         int
+		readOnlyPort int
 	)
 	host, _ := os.Hostname()
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the node identity (cluster mode); empty runs standalone")
@@ -60,15 +61,16 @@ func run() error {
 	fs.StringVar(&opts.NodeIP, "node-ip", "", "the node's InternalIP (default: discovered; 10.255.0.1 with the simulator)")
 	fs.StringVar(&opts.EvictionHard, "eviction-hard", "", "hard eviction thresholds, e.g. memory.available<100Mi (default: the kubelet's)")
 	fs.DurationVar(&opts.EvictionPressureTransitionPeriod, "eviction-pressure-transition-period", 0, "how long a pressure condition stays after its signal recovered (default 5m)")
-	fs.StringVar(&opts.HTTPAddr, "healthz-address", agent.DefaultHTTPAddr, `address of the unauthenticated read-only endpoint: /healthz, /pods, /stats/summary, /metrics ("-" disables)`)
-	fs.StringVar(&address, "address", "0.0.0.0", "IP address of the kubelet API")
-	fs.IntVar(&port, "port", 10250, "port of the kubelet API (HTTPS: logs, exec, attach, port-forward, stats); 0 disables it")
+	fs.StringVar(&opts.HealthzAddr, "healthz-address", agent.DefaultHealthzAddr, `address of plain-HTTP /healthz, unauthenticated; it serves nothing else ("-" disables)`)
+	fs.StringVar(&address, "address", "0.0.0.0", "IP address of the kubelet API (and of --read-only-port)")
+	fs.IntVar(&port, "port", 10250, "port of the kubelet API (HTTPS: logs, exec, attach, port-forward, pods, stats, metrics; authenticated, authorized); 0 disables it")
+	fs.IntVar(&readOnlyPort, "read-only-port", 0, "port of the deprecated read-only API: plain HTTP, NO authentication, on --address: /pods (every pod spec, env values included), /stats, /metrics; 0 (default) disables it")
 	fs.StringVar(&opts.TLSCertFile, "tls-cert-file", "", "serving certificate of the kubelet API (default: self-signed)")
 	fs.StringVar(&opts.TLSKeyFile, "tls-private-key-file", "", "key of --tls-cert-file")
 	fs.StringVar(&opts.ClientCAFile, "client-ca-file", "", "CA bundle that authenticates client certificates on the kubelet API")
 	fs.BoolVar(&opts.TokenWebhook, "authentication-token-webhook", true, "authenticate bearer tokens with TokenReview (cluster mode)")
-	fs.BoolVar(&opts.AnonymousAuth, "anonymous-auth", false, "admit unauthenticated kubelet API requests as system:anonymous")
-	fs.StringVar(&opts.AuthorizationMode, "authorization-mode", "", "kubelet API authorization: Webhook or AlwaysAllow (default: Webhook with a kubeconfig, AlwaysAllow without)")
+	fs.BoolVar(&opts.AnonymousAuth, "anonymous-auth", false, "admit unauthenticated kubelet API requests as system:anonymous (standalone: only on a loopback --address)")
+	fs.StringVar(&opts.AuthorizationMode, "authorization-mode", "", "kubelet API authorization: Webhook (SubjectAccessReview; needs --kubeconfig) or AlwaysAllow (every authenticated client may do anything) (default: Webhook with a kubeconfig, AlwaysAllow without)")
 	fs.Func("cluster-dns", "comma-separated cluster DNS server IPs for dnsPolicy ClusterFirst", func(v string) error {
 		opts.ClusterDNS = append(opts.ClusterDNS, strings.Split(v, ",")...)
 		return nil
@@ -98,7 +100,11 @@ func run() error {
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	fs.Var(klogFlags.Lookup("v").Value, "v", "log verbosity")
+	fs.Usage = func() { usage(fs) }
 	if err := fs.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -127,6 +133,12 @@ func run() error {
 	if port < 0 || port > 65535 {
 		return fmt.Errorf("--port %d out of range", port)
 	}
+	if readOnlyPort < 0 || readOnlyPort > 65535 {
+		return fmt.Errorf("--read-only-port %d out of range", readOnlyPort)
+	}
+	if readOnlyPort > 0 {
+		opts.ReadOnlyAddr = net.JoinHostPort(address, strconv.Itoa(readOnlyPort))
+	}
 	if opts.AuthorizationMode == "" {
 		opts.AuthorizationMode = agent.AuthorizationWebhook
 		if opts.Kube == nil {
@@ -140,7 +152,14 @@ func run() error {
 	default:
 		opts.APIAddr = net.JoinHostPort(address, strconv.Itoa(port))
 	}
-	if opts.Kube == nil && opts.PodManifestPath == "" && opts.ManifestURL == "" {
+	embedded := opts.Kube == nil && opts.PodManifestPath == "" && opts.ManifestURL == ""
+	if embedded {
+		opts.PodManifestPath = "(embedded)" // validated as set; the directory is made below
+	}
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	if embedded {
 		dir, err := os.MkdirTemp("", "nodekit-manifests-")
 		if err != nil {
 			return err
@@ -150,7 +169,10 @@ func run() error {
 			return err
 		}
 		opts.PodManifestPath = dir
-		fmt.Fprintf(os.Stderr, "standalone on the CRI simulator with the embedded pod in %s; try: curl -s http://%s/pods\n", dir, opts.HTTPAddr)
+	}
+	fmt.Fprintln(os.Stderr, modeLine(opts, embedded))
+	if opts.ReadOnlyAddr != "" {
+		fmt.Fprintf(os.Stderr, "warning: --read-only-port serves every pod's spec without authentication on %s\n", opts.ReadOnlyAddr)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -165,4 +187,64 @@ func run() error {
 	}
 	logger.Info("Stopped cleanly")
 	return nil
+}
+
+// usage is --help: what the agent is, its modes, then every flag.
+func usage(fs *flag.FlagSet) {
+	out := fs.Output()
+	fmt.Fprint(out, `kubelet: nodekit's reference node agent, the kubelet's loop built from nodekit's packages.
+
+Usage:
+  kubelet --kubeconfig node.kubeconfig [--node-name n1] [flags]   join a cluster as a node
+  kubelet --pod-manifest-path DIR [flags]                         standalone: static pods only
+  kubelet                                                         standalone, an embedded demo pod
+
+Without --container-runtime-endpoint the in-process CRI simulator runs the
+containers; with unix:///run/containerd/containerd.sock a real runtime does.
+
+Listeners: --port (HTTPS, authenticated and authorized), --healthz-address
+(/healthz only), --read-only-port (off; unauthenticated).
+
+Flags:
+`)
+	fs.PrintDefaults()
+}
+
+// modeLine says what runs: where pods come from, what runs their
+// containers, and what is served.
+func modeLine(o agent.Options, embedded bool) string {
+	pods := "pods from the API server"
+	switch {
+	case embedded:
+		pods = "standalone, the embedded pod in " + o.PodManifestPath
+	case o.Kube == nil && o.ManifestURL != "":
+		pods = "standalone, static pods from " + o.ManifestURL
+	case o.Kube == nil:
+		pods = "standalone, static pods from " + o.PodManifestPath
+	case o.PodManifestPath != "":
+		pods += " and static pods from " + o.PodManifestPath
+	}
+	runtime := "the in-process CRI simulator"
+	if o.RuntimeEndpoint != "" {
+		runtime = "the CRI runtime at " + o.RuntimeEndpoint
+	}
+	api := "kubelet API off"
+	if o.APIAddr != "" {
+		api = "kubelet API on https://" + o.APIAddr
+		if !agent.IsLoopback(o.APIAddr) && o.AnonymousAuth {
+			api += " (anonymous requests admitted)"
+		}
+	}
+	line := fmt.Sprintf("node %s: %s; containers on %s; %s", o.NodeName, pods, runtime, api)
+	switch {
+	case embedded && o.APIAddr != "":
+		host, port, _ := net.SplitHostPort(o.APIAddr)
+		if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+			host = "127.0.0.1"
+		}
+		line += fmt.Sprintf("\ntry: curl -sk https://%s/containerLogs/default/web-%s/nginx", net.JoinHostPort(host, port), strings.ToLower(o.NodeName))
+	case embedded:
+		line += "\ntry: --anonymous-auth --address 127.0.0.1 to serve the kubelet API (logs, exec, pods) on loopback"
+	}
+	return line
 }

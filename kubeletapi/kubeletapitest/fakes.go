@@ -34,8 +34,16 @@ var (
 // PodLister is a settable set of pods keyed by namespace and name. Pods
 // are stored as deep copies; the pods it returns must not be mutated.
 type PodLister struct {
-	mu   sync.Mutex
-	pods map[types.NamespacedName]*v1.Pod
+	mu    sync.Mutex
+	pods  map[types.NamespacedName]*v1.Pod
+	calls int
+}
+
+// Calls returns how many times GetPodByName and GetPods were called.
+func (l *PodLister) Calls() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.calls
 }
 
 // NewPodLister returns a PodLister holding pods.
@@ -76,6 +84,7 @@ func (l *PodLister) Delete(namespace, name string) {
 func (l *PodLister) GetPodByName(namespace, name string) (*v1.Pod, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.calls++
 	p, ok := l.pods[types.NamespacedName{Namespace: namespace, Name: name}]
 	return p, ok
 }
@@ -85,6 +94,7 @@ func (l *PodLister) GetPodByName(namespace, name string) (*v1.Pod, bool) {
 func (l *PodLister) GetPods() []*v1.Pod {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.calls++
 	out := make([]*v1.Pod, 0, len(l.pods))
 	for _, p := range l.pods {
 		out = append(out, p)

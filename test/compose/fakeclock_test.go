@@ -6,8 +6,6 @@ package compose_test
 
 import (
 	"context"
-	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -29,6 +27,7 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	testclock "k8s.io/utils/clock/testing"
 
+	"github.com/nodekit/nodekit/clockdrive"
 	"github.com/nodekit/nodekit/eviction"
 	"github.com/nodekit/nodekit/lease"
 	"github.com/nodekit/nodekit/nodestatus"
@@ -194,52 +193,20 @@ func TestOneFakeClockDrivesEveryRun(t *testing.T) {
 	defer wg.Wait()
 	defer cancel()
 
-	nexts := map[string]func() (time.Time, bool){
+	driver, err := clockdrive.New(clk, map[string]clockdrive.NextFunc{
 		"lease":      leases.NextDue,
 		"nodestatus": status.NextSync,
 		"pleg":       gen.NextRelist,
 		"prober":     probes.NextProbe,
 		"syncloop":   loop.NextIteration,
 		"eviction":   evict.NextPass,
-		"podworkers": func() (time.Time, bool) {
-			return time.Time{}, syncer.inSync.Load() == 0
-		},
-	}
-	// next waits until every block waits, none for the present, and
-	// returns the earliest time one waits for.
-	next := func() time.Time {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second) // a real-time safety net only
-		for {
-			var earliest time.Time
-			waiting := true
-			state := map[string]string{}
-			for name, f := range nexts {
-				at, ok := f()
-				state[name] = fmt.Sprintf("ok=%v at=+%v", ok, at.Sub(start))
-				if !ok || (!at.IsZero() && !at.After(clk.Now())) {
-					waiting = false
-				}
-				if !at.IsZero() && (earliest.IsZero() || at.Before(earliest)) {
-					earliest = at
-				}
-			}
-			if waiting {
-				return earliest
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("at +%v not every block waits: %v", clk.Since(start), state)
-			}
-			runtime.Gosched()
-		}
-	}
-	var steps []time.Duration
-	for clk.Since(start) < time.Minute {
-		at := next()
-		steps = append(steps, at.Sub(clk.Now()))
-		clk.Step(at.Sub(clk.Now()))
-	}
-	next()
+		"podworkers": clockdrive.Idle(func() int { return int(syncer.inSync.Load()) }),
+	})
+	require.NoError(t, err)
+	safety, stopSafety := context.WithTimeout(ctx, 30*time.Second) // real time: only if a block never parks
+	defer stopSafety()
+	steps, err := driver.StepUntil(safety, start.Add(time.Minute))
+	require.NoError(t, err)
 
 	// One minute of a node: relists and sync ticks every second, a lease
 	// renewal, a status sync and an eviction pass every 10s, the probe every

@@ -103,7 +103,7 @@ func startAgent(t *testing.T, node string, sim *crisim.Sim, rootDir string, w *a
 	if w != nil {
 		kube.WrapTransport = w.wrap
 	}
-	opts := agent.Options{NodeName: node, Kube: kube, Sim: sim, HTTPAddr: "127.0.0.1:0",
+	opts := agent.Options{NodeName: node, Kube: kube, Sim: sim, HealthzAddr: "127.0.0.1:0",
 		RootDir: rootDir, PodManifestPath: t.TempDir(), MemoryCapacity: 4 << 30}
 	for _, f := range adjust {
 		f(&opts)

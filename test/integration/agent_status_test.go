@@ -169,7 +169,7 @@ func TestReferenceAgentStatusWhileAPIServerAway(t *testing.T) {
 	kube := srv.NodeConfig(node)
 	kube.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return unreachableTransport{next: rt, down: &down} }
 	actx, cancel := context.WithCancel(ctx)
-	a, err := agent.New(actx, agent.Options{NodeName: node, Kube: kube, Sim: sim, HTTPAddr: "127.0.0.1:0",
+	a, err := agent.New(actx, agent.Options{NodeName: node, Kube: kube, Sim: sim, HealthzAddr: "127.0.0.1:0",
 		PodManifestPath: t.TempDir(), MemoryCapacity: 4 << 30})
 	require.NoError(t, err)
 	done := make(chan error, 1)

@@ -30,7 +30,7 @@ func runAgent(t testing.TB, node string, sim *crisim.Sim, manifests string) (sto
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	a, err := agent.New(ctx, agent.Options{NodeName: node, Kube: srv.NodeConfig(node), PodManifestPath: manifests,
-		Sim: sim, HTTPAddr: "127.0.0.1:0", EvictionHard: "memory.available<500Mi", MemoryCapacity: 4 << 30})
+		Sim: sim, HealthzAddr: "127.0.0.1:0", EvictionHard: "memory.available<500Mi", MemoryCapacity: 4 << 30})
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()

@@ -293,7 +293,7 @@ func runContainerdAgent(t *testing.T, node string, adjust func(*agent.Options)) 
 	t.Helper()
 	ep := containerdEndpoint(t)
 	ensureDefaultServiceAccount(t, srv.AdminClient(), "default")
-	opts := agent.Options{NodeName: node, Kube: srv.NodeConfig(node), RuntimeEndpoint: ep, NodeIP: "10.89.0.1", HTTPAddr: "-",
+	opts := agent.Options{NodeName: node, Kube: srv.NodeConfig(node), RuntimeEndpoint: ep, NodeIP: "10.89.0.1", HealthzAddr: "-",
 		CgroupRoot: cgroupRoot(t), RootDir: t.TempDir(), PodLogsDir: t.TempDir()}
 	if adjust != nil {
 		adjust(&opts)

@@ -71,7 +71,7 @@ func TestKubeletAPIThroughAPIServer(t *testing.T) {
 	sim.ScriptExec(shell, []string{"sh", "-c", "exit 3"}, crisim.ExecResult{Stdout: "partial\n", Stderr: "failing\n", ExitCode: 3})
 
 	stop := runAgentWith(t, agent.Options{NodeName: node, Kube: srv.NodeConfig(node), Sim: sim,
-		HTTPAddr: "-", EvictionHard: "memory.available<500Mi",
+		HealthzAddr: "-", EvictionHard: "memory.available<500Mi",
 		APIAddr: net.JoinHostPort(ip, "0"), NodeIP: ip, TLSCertFile: certFile, TLSKeyFile: keyFile,
 		ClientCAFile: srv.KubeletCAFile(), TokenWebhook: true, AuthorizationMode: agent.AuthorizationWebhook})
 	defer stop()

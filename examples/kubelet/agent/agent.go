@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,8 +89,8 @@ type Agent struct {
 	cgroups           *cgroups.Manager // nil on the simulator or without pod cgroups
 	alloc             *allocation.Manager
 	api               *kubeletapi.Server
-	apiPort           int          // the bound kubelet API port, 0 when disabled
-	apiLn             net.Listener // closed on close if Run never took it
+	apiPort           int            // the bound kubelet API port, 0 when disabled
+	listeners         []net.Listener // the API's, closed on close if Run never took them
 
 	pods *podmanager.Manager
 
@@ -151,6 +152,8 @@ func (a *Agent) connectRuntime(ctx context.Context) error {
 				return fmt.Errorf("agent: state dir: %w", err)
 			}
 			dir, a.tempDir = d, d
+		} else if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("agent: state dir: %w", err)
 		}
 		if a.opts.PodLogsDir == "" {
 			a.opts.PodLogsDir = filepath.Join(dir, "pods")
@@ -165,6 +168,11 @@ func (a *Agent) connectRuntime(ctx context.Context) error {
 		endpoint, a.stopSim = ep, stop
 	}
 	logger := klog.FromContext(ctx)
+	if path, ok := strings.CutPrefix(endpoint, "unix://"); ok && a.sim == nil {
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("agent: no container runtime at %s (is containerd running?): %w", endpoint, err)
+		}
+	}
 	rt, err := remote.NewRemoteRuntimeService(ctx, endpoint, runtimeTimeout, nil, false)
 	if err != nil {
 		return fmt.Errorf("agent: runtime %s: %w", endpoint, err)
@@ -192,8 +200,8 @@ func (a *Agent) close(ctx context.Context) {
 	if c, ok := a.images.(interface{ Close(context.Context) error }); ok {
 		_ = c.Close(ctx)
 	}
-	if a.apiLn != nil {
-		_ = a.apiLn.Close()
+	for _, ln := range a.listeners {
+		_ = ln.Close()
 	}
 	if a.stopSim != nil {
 		a.stopSim()

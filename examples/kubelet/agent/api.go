@@ -22,8 +22,9 @@ const (
 )
 
 // buildAPI builds the kubelet API server over the agent's parts and binds
-// its port, so that the node reports the real port. Without an API address
-// only the loopback read-only endpoint (HTTPAddr) is served.
+// its listeners, so that the node reports the real port and a port clash
+// fails New with one message. Without an API address only /healthz (and
+// the read-only port, if asked for) is served.
 func (a *Agent) buildAPI() error {
 	o := a.opts
 	rt, err := kubeletcri.New(kubeletcri.Config{Runtime: a.rt, Clock: o.Clock})
@@ -31,11 +32,10 @@ func (a *Agent) buildAPI() error {
 		return err
 	}
 	cfg := kubeletapi.Config{
-		NodeName:     o.NodeName,
-		Addr:         kubeletapi.Disabled,
-		HealthzAddr:  kubeletapi.Disabled,
-		ReadOnlyAddr: o.HTTPAddr,
-		TLSCertFile:  o.TLSCertFile, TLSKeyFile: o.TLSKeyFile,
+		NodeName:    o.NodeName,
+		Addr:        kubeletapi.Disabled,
+		HealthzAddr: kubeletapi.Disabled,
+		TLSCertFile: o.TLSCertFile, TLSKeyFile: o.TLSKeyFile,
 		Pods: agentPods{a}, Logs: rt, Streaming: rt, Runner: rt,
 		Summary: a.summary,
 		HealthChecks: []kubeletapi.HealthCheck{
@@ -44,8 +44,6 @@ func (a *Agent) buildAPI() error {
 		},
 		Metrics:      a.registry,
 		ProbeMetrics: prefixGatherer{a.registry, "prober_"},
-		Configz:      a.configz(),
-		Clock:        o.Clock,
 		Registerer:   a.registry,
 		Auth:         kubeletapi.AuthConfig{ClientCAFile: o.ClientCAFile, Anonymous: o.AnonymousAuth},
 	}
@@ -63,23 +61,42 @@ func (a *Agent) buildAPI() error {
 	if o.TokenWebhook && a.client != nil {
 		cfg.Auth.TokenReview = a.client.AuthenticationV1()
 	}
+	cfg.Configz = a.configz(cfg.Auth)
 	if o.APIAddr != "" && o.APIAddr != kubeletapi.Disabled {
 		if a.client == nil && cfg.Auth.SubjectAccessReview == nil && !cfg.Auth.AlwaysAllow {
 			return errors.New("agent: the kubelet API needs --authorization-mode=AlwaysAllow without a kubeconfig")
 		}
-		ln, err := net.Listen("tcp", o.APIAddr)
-		if err != nil {
-			return fmt.Errorf("agent: kubelet API: listen %s: %w", o.APIAddr, err)
+		if cfg.Listener, err = a.listen("kubelet API", o.APIAddr); err != nil {
+			return err
 		}
-		a.apiPort = ln.Addr().(*net.TCPAddr).Port
-		a.apiLn, cfg.Listener = ln, ln
+		a.apiPort = cfg.Listener.Addr().(*net.TCPAddr).Port
 	} else {
-		// Only the read-only endpoint: no request reaches the
+		// Only /healthz and the read-only port: no request reaches the
 		// authenticated routes, so any valid auth configuration will do.
 		cfg.Auth = kubeletapi.AuthConfig{Anonymous: true, AlwaysAllow: true}
 	}
+	if cfg.HealthzListener, err = a.listen("healthz", o.HealthzAddr); err != nil {
+		return err
+	}
+	if cfg.ReadOnlyListener, err = a.listen("read-only port", o.ReadOnlyAddr); err != nil {
+		return err
+	}
 	a.api, err = kubeletapi.New(cfg)
 	return err
+}
+
+// listen binds one of the API's listeners ("" or "-": none, a nil
+// listener). The agent closes them if Run never hands them over.
+func (a *Agent) listen(name, addr string) (net.Listener, error) {
+	if addr == "" || addr == kubeletapi.Disabled {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %s: %w", name, err)
+	}
+	a.listeners = append(a.listeners, ln)
+	return ln, nil
 }
 
 // agentPods is the kubelet API's view of the agent's pods, each with its
@@ -121,22 +138,24 @@ func (p prefixGatherer) Gather() ([]*dto.MetricFamily, error) {
 }
 
 // configz is the part of a KubeletConfiguration the agent has, served at
-// /configz.
-func (a *Agent) configz() map[string]any {
+// /configz: what runs, so authentication and authorization are read from
+// the API's configuration, not from the options asked for.
+func (a *Agent) configz(auth kubeletapi.AuthConfig) map[string]any {
 	o := a.opts
-	mode := o.AuthorizationMode
-	if mode == "" {
-		mode = AuthorizationWebhook
+	mode := AuthorizationWebhook
+	if auth.AlwaysAllow {
+		mode = AuthorizationAlwaysAllow
 	}
 	return map[string]any{
 		"kind": "KubeletConfiguration", "apiVersion": "kubelet.config.k8s.io/v1beta1",
 		"podLogsDir":         o.PodLogsDir,
-		"healthzBindAddress": o.HTTPAddr,
+		"healthzBindAddress": o.HealthzAddr,
+		"readOnlyAddress":    o.ReadOnlyAddr,
 		"tlsCertFile":        o.TLSCertFile, "tlsPrivateKeyFile": o.TLSKeyFile,
 		"authentication": map[string]any{
-			"x509":      map[string]any{"clientCAFile": o.ClientCAFile},
-			"webhook":   map[string]any{"enabled": o.TokenWebhook},
-			"anonymous": map[string]any{"enabled": o.AnonymousAuth},
+			"x509":      map[string]any{"clientCAFile": auth.ClientCAFile},
+			"webhook":   map[string]any{"enabled": auth.TokenReview != nil},
+			"anonymous": map[string]any{"enabled": auth.Anonymous},
 		},
 		"authorization":         map[string]any{"mode": mode},
 		"evictionHard":          o.EvictionHard,

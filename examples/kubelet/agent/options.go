@@ -17,6 +17,7 @@ import (
 	"github.com/nodekit/nodekit/examples/kubelet/admission"
 	"github.com/nodekit/nodekit/examples/kubelet/cgroups"
 	"github.com/nodekit/nodekit/internal/crisim"
+	"github.com/nodekit/nodekit/kubeletapi"
 )
 
 // Options configure an Agent. Zero values give a standalone agent on the
@@ -42,10 +43,16 @@ type Options struct {
 	Sim *crisim.Sim
 	// StateDir holds the simulator socket. Default a temporary directory.
 	StateDir string
-	// HTTPAddr is the loopback address of the unauthenticated read-only
-	// endpoint: /healthz, /pods, /stats/summary and /metrics. Default
-	// 127.0.0.1:10248; "-" disables the endpoint.
-	HTTPAddr string
+	// HealthzAddr is where plain-HTTP /healthz is served without
+	// authentication, and nothing else (the kubelet's
+	// healthzBindAddress:healthzPort). Default 127.0.0.1:10248; "-"
+	// disables it.
+	HealthzAddr string
+	// ReadOnlyAddr, if set, serves the kubelet's deprecated read-only port
+	// (--read-only-port): /healthz, /pods (every pod's spec, inline env
+	// values included), /stats and /metrics in plain HTTP to anyone who
+	// can connect. Empty, the default, disables it.
+	ReadOnlyAddr string
 	// APIAddr is the address of the kubelet's authenticated HTTPS API
 	// (logs, exec, attach, port-forward, stats; the kubelet's
 	// --address:--port, 0.0.0.0:10250). Empty or "-" disables it; port 0
@@ -127,9 +134,9 @@ type Options struct {
 	Evented bool
 }
 
-// DefaultHTTPAddr is where /healthz listens by default (the kubelet's
+// DefaultHealthzAddr is where /healthz listens by default (the kubelet's
 // healthz port).
-const DefaultHTTPAddr = "127.0.0.1:10248"
+const DefaultHealthzAddr = "127.0.0.1:10248"
 
 // The kubelet's defaults for its API client (kubeAPIQPS, kubeAPIBurst),
 // used when Options.Kube leaves them zero.
@@ -137,6 +144,10 @@ const (
 	DefaultKubeAPIQPS   = 50
 	DefaultKubeAPIBurst = 100
 )
+
+// Validate reports what New would refuse in o, without doing anything:
+// a host checks its flags with it before it starts or prints anything.
+func (o Options) Validate() error { return o.defaults() }
 
 func (o *Options) defaults() error {
 	var errs []error
@@ -195,8 +206,11 @@ func (o *Options) defaults() error {
 			errs = append(errs, fmt.Errorf("cluster DNS %q is not an IP address", ip))
 		}
 	}
-	if o.HTTPAddr == "" {
-		o.HTTPAddr = DefaultHTTPAddr
+	if o.HealthzAddr == "" {
+		o.HealthzAddr = DefaultHealthzAddr
+	}
+	if err := o.checkExposure(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.MemoryCapacity == 0 {
 		o.MemoryCapacity = 4 << 30
@@ -224,3 +238,41 @@ const DefaultPodLogsDir = "/var/log/pods"
 
 // runtimeTimeout bounds each CRI call (the kubelet's --runtime-request-timeout).
 const runtimeTimeout = 2 * time.Minute
+
+// ErrOpenAPI is returned for a kubelet API that would let anyone on the
+// network run commands in every container.
+var ErrOpenAPI = errors.New("the kubelet API would let anyone who can reach it exec into every container")
+
+// checkExposure refuses anonymous requests authorized by AlwaysAllow on
+// an address other hosts can reach: every client could exec, attach,
+// port-forward and read logs of every container.
+func (o *Options) checkExposure() error {
+	if o.APIAddr == "" || o.APIAddr == kubeletapi.Disabled || !o.AnonymousAuth {
+		return nil
+	}
+	mode := o.AuthorizationMode
+	if mode == "" && o.Kube == nil {
+		mode = AuthorizationAlwaysAllow // what buildAPI would need
+	}
+	if mode != AuthorizationAlwaysAllow || IsLoopback(o.APIAddr) {
+		return nil
+	}
+	return fmt.Errorf("%w: anonymous authentication with AlwaysAllow authorization on %s; "+
+		"bind the API to a loopback address (--address 127.0.0.1), authenticate clients instead (--client-ca-file, "+
+		"without --anonymous-auth), or join a cluster (--kubeconfig) for Webhook authorization", ErrOpenAPI, o.APIAddr)
+}
+
+// IsLoopback reports whether the host of a host:port address is a
+// loopback address or "localhost" (an empty or unspecified host listens
+// on every interface).
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -29,7 +30,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			if err := run(klog.NewContext(ctx, klog.FromContext(ctx).WithName(name))); err != nil && ctx.Err() == nil {
-				cancel(fmt.Errorf("%s: %w", name, err))
+				cancel(prefixed(name, err))
 			}
 		}()
 	}
@@ -38,7 +39,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			return fmt.Errorf("agent: %w", err)
 		}
 	}
-	a.apiLn = nil // the API server owns and closes it from here
+	a.listeners = nil // the API server owns and closes them from here
 	if a.informers != nil {
 		a.informers.Start(ctx.Done())
 		defer a.informers.Shutdown()
@@ -100,4 +101,13 @@ func (a *Agent) Pods() []v1.Pod {
 	pods := a.statusMgr.Pods()
 	sort.Slice(pods, func(i, j int) bool { return podmanager.FullName(&pods[i]) < podmanager.FullName(&pods[j]) })
 	return pods
+}
+
+// prefixed names the part an error came from, unless the part's own
+// package prefix already does ("kubeletapi: listen …").
+func prefixed(name string, err error) error {
+	if strings.HasPrefix(err.Error(), name+": ") {
+		return err
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }

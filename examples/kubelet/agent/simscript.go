@@ -17,9 +17,20 @@ import (
 // "exec-exit-code=1" (every exec probe fails). Ignored with a real runtime.
 const AnnotationSimPrefix = "sim.nodekit.io/"
 
+// AnnotationSimLogsPrefix gives a container output in simulator mode: the
+// annotation "logs.sim.nodekit.io/<container>" holds the lines it prints
+// on stdout each time it starts (one per line of the value), served by
+// /containerLogs and kubectl logs like a real container's. Ignored with a
+// real runtime.
+const AnnotationSimLogsPrefix = "logs.sim.nodekit.io/"
+
 // simScripter turns pod annotations into crisim scripts.
 func simScripter(sim *crisim.Sim) func(pod *v1.Pod, c *v1.Container) {
 	return func(pod *v1.Pod, c *v1.Container) {
+		if text, ok := pod.Annotations[AnnotationSimLogsPrefix+c.Name]; ok {
+			sim.ScriptLogs(crisim.Match{Pod: pod.Name, Namespace: pod.Namespace, Container: c.Name},
+				strings.Split(strings.TrimRight(text, "\n"), "\n")...)
+		}
 		spec, ok := pod.Annotations[AnnotationSimPrefix+c.Name]
 		if !ok {
 			return

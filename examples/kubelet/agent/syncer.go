@@ -515,7 +515,7 @@ func (s *syncer) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32)
 		s.event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		return fmt.Errorf("create pod sandbox: %w", err)
 	}
-	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.LogDirectory, 0o750); err != nil {
 		return fmt.Errorf("pod log directory: %w", err)
 	}
 	handler := ""

@@ -2,10 +2,7 @@
 
 package volumes
 
-import (
-	"errors"
-	"os"
-)
+import "errors"
 
 // HostMounter is not available off Linux: every call fails.
 var HostMounter Mounter = unsupportedMounter{}
@@ -19,5 +16,4 @@ func (unsupportedMounter) BindMount(string, string) error { return errNoMounts }
 func (unsupportedMounter) Unmount(string) error           { return errNoMounts }
 func (unsupportedMounter) MountPoints() ([]string, error) { return nil, errNoMounts }
 
-func openNoFollow(string, string) (int, error) { return -1, errNoMounts }
-func closeFD(int)                              {}
+func closeFD(int) {}

@@ -41,113 +41,97 @@ func checkSubPath(sub string) error {
 	return nil
 }
 
-// resolveInside resolves the symlinks of root/sub and fails if the result
-// leaves root. Symlinks that stay inside the volume are allowed, as on the
-// kubelet.
-func resolveInside(root, sub string) (string, string, error) {
-	realRoot, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		return "", "", err
-	}
-	real, err := filepath.EvalSymlinks(filepath.Join(root, sub))
-	if err != nil {
-		return "", "", err
-	}
-	if !within(realRoot, real) {
-		return "", "", fmt.Errorf("subpath %q not within volume path %q", real, realRoot)
-	}
-	return realRoot, real, nil
+// Errors openSubPath wraps: an escape refused, and a directory it could
+// not make (which subPathMount reports as the kubelet does).
+var (
+	errSubPathEscapes = errors.New("volumes: subPath leaves the volume")
+	errSubPathCreate  = errors.New("volumes: cannot create subPath directory")
+)
+
+// subPathFile is a subPath opened by openSubPath: the file or directory
+// its walk checked, held by a file descriptor, so that what gets bound is
+// that very file whatever a container renames afterwards.
+type subPathFile struct {
+	fd       int
+	path     string // the volume's resolved path joined with the names walked
+	dir      bool
+	dev, ino uint64
 }
 
+// source names the file itself for mount(2), whatever its path is now.
+func (f *subPathFile) source() string { return "/proc/self/fd/" + strconv.Itoa(f.fd) }
+
+func (f *subPathFile) close() { closeFD(f.fd) }
+
 // makeSubPath creates the missing directories of sub below root, each with
-// the mode of root (so an fsGroup's setgid and group bits carry over). The
-// part that exists must resolve inside root; the rest is made with
-// mkdirNoFollow, so that nothing is created through a symlink.
+// the mode of root (so an fsGroup's setgid and group bits carry over),
+// walking from root as openSubPath does.
 func makeSubPath(root, sub string) error {
-	info, err := os.Stat(root)
+	f, err := openSubPath(root, sub, true)
 	if err != nil {
 		return err
 	}
-	mode := info.Mode() & (os.ModePerm | os.ModeSetgid | os.ModeSticky)
-	parts := splitPath(sub)
-	existing := 0
-	for existing < len(parts) {
-		if _, err := os.Lstat(filepath.Join(append([]string{root}, parts[:existing+1]...)...)); err != nil {
-			if !errors.Is(err, os.ErrNotExist) {
-				return err
-			}
-			break
-		}
-		existing++
-	}
-	base := root
-	if existing > 0 {
-		if _, base, err = resolveInside(root, filepath.Join(parts[:existing]...)); err != nil {
-			return err
-		}
-	}
-	return mkdirNoFollow(base, filepath.Join(parts[existing:]...), mode)
+	f.close()
+	return nil
 }
 
 // subPathMount makes the host path a container mount of a volume's
-// subPath points at: the subPath is created if missing, checked to stay
-// inside the volume, then opened component by component without following
-// symlinks and bind-mounted at <pod>/volume-subpaths/<volume>/<container>/<index>,
-// so the path the runtime mounts cannot be swapped afterwards. With a
-// Mounter that cannot bind (DirOnly) the checked path itself is returned.
+// subPath points at: the subPath is opened from the volume's root one
+// component at a time without following symlinks out of the volume, its
+// missing directories created on the way (openSubPath), and the file
+// descriptor opened is bind-mounted (as /proc/self/fd/N) at
+// <pod>/volume-subpaths/<volume>/<container>/<index>, so the runtime
+// mounts the very file checked. With a Mounter that cannot bind (DirOnly)
+// the resolved path is returned.
 func (m *Manager) subPathMount(ctx context.Context, pod *v1.Pod, volName, volPath, sub, container string, index int) (string, error) {
 	if err := checkSubPath(sub); err != nil {
 		return "", err
 	}
-	full := filepath.Join(volPath, sub)
 	// Errors name no host path: the details go to the log only.
-	if _, err := os.Lstat(full); errors.Is(err, os.ErrNotExist) {
-		if err := makeSubPath(volPath, sub); err != nil {
-			klog.FromContext(ctx).Error(err, "Failed to create subPath directory", "pod", klog.KObj(pod), "volume", volName, "container", container)
-			return "", fmt.Errorf("failed to create subPath directory for volumeMount %q of container %q", volName, container)
-		}
+	fail := func(what string, err error) error {
+		klog.FromContext(ctx).Error(err, "Failed to "+what, "pod", klog.KObj(pod), "volume", volName, "container", container)
+		return fmt.Errorf("failed to %s for volumeMount %q of container %q", what, volName, container)
 	}
-	prepareErr := func(err error) error {
-		klog.FromContext(ctx).Error(err, "Failed to prepare subPath", "pod", klog.KObj(pod), "volume", volName, "container", container)
-		return fmt.Errorf("failed to prepare subPath for volumeMount %q of container %q", volName, container)
+	f, err := openSubPath(volPath, sub, true)
+	if errors.Is(err, errSubPathCreate) {
+		return "", fail("create subPath directory", err)
+	} else if err != nil {
+		return "", fail("prepare subPath", err)
 	}
-	realRoot, real, err := resolveInside(volPath, sub)
-	if err != nil {
-		return "", prepareErr(err)
-	}
+	defer f.close()
 	if m.cfg.Mounter == DirOnly {
-		return real, nil
+		return f.path, nil
 	}
 	target := filepath.Join(m.PodDir(pod.UID), "volume-subpaths", volName, container, strconv.Itoa(index))
 	if ok, err := m.isMountPoint(target); err != nil {
-		return "", err
+		return "", fail("prepare subPath", err)
 	} else if ok {
-		if sameFile(target, real) {
+		if f.isAt(target) {
 			return target, nil // bound by an earlier start of this container
 		}
 		// The source changed (a new configMap version, another
 		// subPathExpr value): bind again.
 		if err := m.cfg.Mounter.Unmount(target); err != nil {
-			return "", prepareErr(err)
+			return "", fail("prepare subPath", err)
 		}
 	}
-	rel, err := filepath.Rel(realRoot, real)
-	if err != nil {
-		return "", err
+	if err := makeMountTarget(target, f.dir); err != nil {
+		return "", fail("prepare subPath", err)
 	}
-	fd, err := openNoFollow(realRoot, rel)
-	if err != nil {
-		return "", prepareErr(err)
+	if err := m.cfg.Mounter.BindMount(f.source(), target); err != nil {
+		return "", fail("prepare subPath", err)
 	}
-	defer closeFD(fd)
-	info, err := os.Stat(real)
-	if err != nil {
-		return "", err
-	}
+	return target, nil
+}
+
+// makeMountTarget makes the directory or empty file a bind mount goes on,
+// if missing.
+func makeMountTarget(target string, dir bool) error {
 	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
-		return "", err
+		return err
 	}
-	if info.IsDir() {
+	var err error
+	if dir {
 		err = os.Mkdir(target, 0o750)
 	} else {
 		var f *os.File
@@ -156,10 +140,7 @@ func (m *Manager) subPathMount(ctx context.Context, pod *v1.Pod, volName, volPat
 		}
 	}
 	if err != nil && !errors.Is(err, os.ErrExist) {
-		return "", err
+		return err
 	}
-	if err := m.cfg.Mounter.BindMount(fmt.Sprintf("/proc/self/fd/%d", fd), target); err != nil {
-		return "", prepareErr(err)
-	}
-	return target, nil
+	return nil
 }

@@ -93,7 +93,6 @@ func (a *Agent) buildAPI() error {
 		Pods:              agentPods{a},
 		HealthChecks:      []kubeletapi.HealthCheck{{Name: "provider", Check: a.cfg.Provider.Healthy}},
 		StreamIdleTimeout: c.StreamIdleTimeout,
-		Clock:             a.cfg.Clock,
 		Registerer:        a.cfg.Registerer,
 		Auth: kubeletapi.AuthConfig{
 			ClientCAFile: c.ClientCAFile,

@@ -1,12 +1,20 @@
-// Command demo is the README's main command (make demo): it starts a real
-// kube-apiserver in-process, runs nodekit's reference agent against it as a
-// node identity on the CRI simulator, creates a few pods that exercise the
-// whole kubelet loop, and prints a live table of what the control plane
-// sees, for about a minute or until Ctrl-C.
+// Command demo is the README's first command (make demo): it starts a real
+// kube-apiserver in-process with the two controllers pods depend on, runs
+// nodekit's reference agent against it as a node identity on the CRI
+// simulator, creates a few pods that exercise the whole kubelet loop, and
+// prints a live table of what the control plane sees, for about a minute or
+// until Ctrl-C.
+//
+// With --check it prints a plain timeline instead, stops as soon as the five
+// promised outcomes were seen through the API (a liveness restart, an
+// eviction under memory pressure with MemoryPressure=True, a completed job
+// pod, a deletion, a mirror pod for the static pod) and exits 1 if any is
+// missing when --duration runs out. CI runs it (make demo-check).
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -14,7 +22,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -27,34 +34,61 @@ import (
 
 	"github.com/nodekit/nodekit/examples/kubelet/agent"
 	"github.com/nodekit/nodekit/internal/crisim"
-	"github.com/nodekit/nodekit/syncloop"
 	"github.com/nodekit/nodekit/test/apiserver"
 )
 
 const node = "demo-node"
 
 func main() {
-	duration := flag.Duration("duration", 70*time.Second, "how long to run")
-	flag.Parse()
-	if err := run(*duration); err != nil {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "demo: nodekit's reference agent on an in-process control plane and the CRI simulator.\n\nUsage: nodekit-demo [--duration 70s] [--check]")
+		fs.PrintDefaults()
+	}
+	duration := fs.Duration("duration", 0, "how long to run (default 70s; with --check, the deadline for all outcomes: 150s)")
+	check := fs.Bool("check", false, "non-interactive: print a timeline, stop once every promised outcome was seen, exit 1 if one is missing")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		os.Exit(2)
+	}
+	if *duration == 0 {
+		*duration = 70 * time.Second
+		if *check {
+			*duration = 150 * time.Second
+		}
+	}
+	if err := run(*duration, *check); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(duration time.Duration) error {
+func run(duration time.Duration, check bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	fmt.Println("starting etcd and kube-apiserver in-process ...")
+	root, err := os.MkdirTemp("", "nodekit-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+
+	fmt.Println("starting etcd, kube-apiserver and the root CA and service account controllers in-process ...")
 	t0 := time.Now()
 	srv, err := apiserver.Start()
 	if err != nil {
 		return err
 	}
 	defer srv.Stop()
-	fmt.Printf("kube-apiserver ready in %s\n", time.Since(t0).Round(time.Millisecond))
+	stopControllers, err := srv.StartControllers(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopControllers()
+	fmt.Printf("control plane ready in %s\n", time.Since(t0).Round(time.Millisecond))
 	admin := srv.AdminClient()
-	if _, err := admin.CoreV1().ServiceAccounts("default").Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := waitPublished(ctx, admin, "default"); err != nil {
 		return err
 	}
 
@@ -67,18 +101,18 @@ func run(duration time.Duration) error {
 	go func() { _ = web.Serve(ln) }()
 	defer web.Close()
 
-	manifests, err := os.MkdirTemp("", "nodekit-demo-manifests-")
-	if err != nil {
+	manifests := filepath.Join(root, "manifests")
+	if err := os.Mkdir(manifests, 0o755); err != nil {
 		return err
 	}
-	defer os.RemoveAll(manifests)
 	if err := os.WriteFile(filepath.Join(manifests, "static.yaml"), []byte(staticPod), 0o644); err != nil {
 		return err
 	}
 
 	sim := crisim.New(crisim.Config{})
 	a, err := agent.New(ctx, agent.Options{NodeName: node, Kube: srv.NodeConfig(node), PodManifestPath: manifests,
-		Sim: sim, HTTPAddr: "127.0.0.1:0", EvictionHard: "memory.available<500Mi", MemoryCapacity: 4 << 30})
+		StateDir: filepath.Join(root, "agent"), Sim: sim, HealthzAddr: "127.0.0.1:0",
+		EvictionHard: "memory.available<500Mi", MemoryCapacity: 4 << 30})
 	if err != nil {
 		return err
 	}
@@ -90,16 +124,43 @@ func run(duration time.Duration) error {
 	for _, p := range demoPods(port) {
 		if _, err := admin.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			cancel()
+			<-done
 			return err
 		}
 	}
-	err = watchTable(ctx, admin, sim, duration, time.Now())
+	d := &demo{admin: admin, sim: sim, start: time.Now(), check: check}
+	err = d.watch(ctx, duration)
 	cancel()
 	if rerr := <-done; rerr != nil && err == nil {
-		err = rerr
+		err = fmt.Errorf("agent: %w", rerr)
 	}
-	fmt.Println("agent stopped cleanly; shutting down kube-apiserver")
+	fmt.Println("agent stopped cleanly; shutting down the control plane")
 	return err
+}
+
+// waitPublished waits until the root CA publisher and the service account
+// controller have served namespace ns, so the first pods do not start with
+// a FailedMount event.
+func waitPublished(ctx context.Context, admin kubernetes.Interface, ns string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		_, errCM := admin.CoreV1().ConfigMaps(ns).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		_, errSA := admin.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		if errCM == nil && errSA == nil {
+			return nil
+		}
+		for _, err := range []error{errCM, errSA} {
+			if err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the root CA ConfigMap and default ServiceAccount of namespace %q did not appear: %w", ns, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func demoPods(port int) []*v1.Pod {
@@ -132,152 +193,3 @@ spec:
   - name: web
     image: registry.example.com/busybox:1.37
 `
-
-// script is what the demo does to the simulated machine, by second.
-func script(ctx context.Context, admin kubernetes.Interface, sim *crisim.Sim, elapsed time.Duration, done map[string]bool) string {
-	step := func(name string, at time.Duration, f func() string) string {
-		if elapsed < at || done[name] {
-			return ""
-		}
-		done[name] = true
-		return f()
-	}
-	msgs := []string{
-		step("liveness", 25*time.Second, func() string {
-			sim.ScriptExec(crisim.Match{Pod: "web", Container: "web"}, []string{"cat", "/healthy"}, crisim.ExecResult{ExitCode: 1, Stderr: "no such file"})
-			return "t=25s: the web container's liveness exec now fails → restart"
-		}),
-		step("liveness-fix", 32*time.Second, func() string {
-			sim.ScriptExec(crisim.Match{Pod: "web", Container: "web"}, []string{"cat", "/healthy"}, crisim.ExecResult{})
-			return "t=32s: liveness healthy again"
-		}),
-		step("pressure", 38*time.Second, func() string {
-			p, err := admin.CoreV1().Pods("default").Get(ctx, "besteffort", metav1.GetOptions{})
-			if err != nil || len(p.Status.ContainerStatuses) == 0 {
-				return "t=38s: besteffort pod not running yet"
-			}
-			id := p.Status.ContainerStatuses[0].ContainerID
-			id = id[strings.Index(id, "://")+3:]
-			_ = sim.SetContainerStats(id, crisim.ContainerUsage{MemoryWorkingSetBytes: 3900 << 20, MemoryUsageBytes: 3900 << 20})
-			return "t=38s: the BestEffort pod now uses 3.8Gi of 4Gi → memory pressure → eviction"
-		}),
-		step("delete", 50*time.Second, func() string {
-			_ = admin.CoreV1().Pods("default").Delete(ctx, "job", metav1.DeleteOptions{})
-			return "t=50s: kubectl delete pod job → the pod object disappears"
-		}),
-	}
-	return strings.Join(nonEmpty(msgs), "\n")
-}
-
-func nonEmpty(s []string) []string {
-	var out []string
-	for _, x := range s {
-		if x != "" {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
-func watchTable(ctx context.Context, admin kubernetes.Interface, sim *crisim.Sim, duration time.Duration, start time.Time) error {
-	done := map[string]bool{}
-	var log []string
-	tick := time.NewTicker(2 * time.Second)
-	defer tick.Stop()
-	for {
-		elapsed := time.Since(start)
-		if m := script(ctx, admin, sim, elapsed, done); m != "" {
-			log = append(log, m)
-		}
-		fmt.Print("\033[H\033[2J")
-		fmt.Printf("nodekit reference agent on the CRI simulator — t=%s of %s (Ctrl-C to stop)\n\n", elapsed.Round(time.Second), duration)
-		printNode(ctx, admin)
-		printPods(ctx, admin)
-		printEvents(ctx, admin)
-		if len(log) > 0 {
-			fmt.Println("\nSCRIPT\n" + strings.Join(log, "\n"))
-		}
-		if elapsed >= duration {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
-	}
-}
-
-func printNode(ctx context.Context, admin kubernetes.Interface) {
-	n, err := admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-	if err != nil {
-		fmt.Printf("NODE %s: %v\n\n", node, err)
-		return
-	}
-	var conds []string
-	for _, c := range n.Status.Conditions {
-		conds = append(conds, fmt.Sprintf("%s=%s", c.Type, c.Status))
-	}
-	renew := "-"
-	if l, err := admin.CoordinationV1().Leases("kube-node-lease").Get(ctx, node, metav1.GetOptions{}); err == nil && l.Spec.RenewTime != nil {
-		renew = fmt.Sprintf("%s (%s ago)", l.Spec.RenewTime.Format("15:04:05"), time.Since(l.Spec.RenewTime.Time).Round(time.Second))
-	}
-	fmt.Printf("NODE %s  %s\n  capacity cpu=%s memory=%s pods=%s  runtime %s\n  lease renewed %s\n\n", n.Name, strings.Join(conds, " "),
-		n.Status.Capacity.Cpu(), n.Status.Capacity.Memory(), n.Status.Capacity.Pods(), n.Status.NodeInfo.ContainerRuntimeVersion, renew)
-}
-
-func printPods(ctx context.Context, admin kubernetes.Interface) {
-	pods, err := admin.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		fmt.Println("PODS:", err)
-		return
-	}
-	fmt.Printf("%-22s %-10s %-6s %-9s %-11s %s\n", "POD", "PHASE", "READY", "RESTARTS", "IP", "STATE")
-	for _, p := range pods.Items {
-		ready, total, restarts, state := 0, len(p.Spec.Containers), int32(0), ""
-		for _, cs := range p.Status.ContainerStatuses {
-			if cs.Ready {
-				ready++
-			}
-			restarts += cs.RestartCount
-			switch {
-			case cs.State.Waiting != nil:
-				state = cs.State.Waiting.Reason
-			case cs.State.Terminated != nil:
-				state = cs.State.Terminated.Reason
-			case cs.State.Running != nil:
-				state = "Running"
-			}
-		}
-		if p.Status.Reason != "" {
-			state = p.Status.Reason
-		}
-		name := p.Name
-		if _, ok := p.Annotations[syncloop.ConfigMirrorAnnotationKey]; ok {
-			name += " (mirror)"
-		}
-		fmt.Printf("%-22s %-10s %d/%-4d %-9d %-11s %s\n", name, p.Status.Phase, ready, total, restarts, p.Status.PodIP, state)
-	}
-}
-
-func printEvents(ctx context.Context, admin kubernetes.Interface) {
-	evs, err := admin.CoreV1().Events("").List(ctx, metav1.ListOptions{})
-	if err != nil || len(evs.Items) == 0 {
-		return
-	}
-	items := evs.Items
-	if len(items) > 8 {
-		items = items[len(items)-8:]
-	}
-	fmt.Println("\nRECENT EVENTS")
-	for _, e := range items {
-		fmt.Printf("  %-8s %-26s %-18s %s\n", e.Type, e.Reason, e.InvolvedObject.Kind+"/"+e.InvolvedObject.Name, trim(e.Message, 70))
-	}
-}
-
-func trim(s string, n int) string {
-	if len(s) > n {
-		return s[:n-1] + "…"
-	}
-	return s
-}
