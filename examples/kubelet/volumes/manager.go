@@ -147,6 +147,22 @@ func (m *Manager) PodDir(uid types.UID) string {
 	return filepath.Join(m.cfg.RootDir, "pods", string(uid))
 }
 
+// ErrUnsafeName is returned for a pod UID or volume name that would name a
+// directory outside the pod's (a path separator, "." or ".."): the
+// manager neither creates nor removes anything for it. Pods from the API
+// server cannot have one; static pods are validated before they get here,
+// and this is the last line.
+var ErrUnsafeName = errors.New("volumes: name cannot be a directory name")
+
+// checkName refuses a UID or volume name that is not a single path
+// component.
+func checkName(kind, name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\\x00") {
+		return fmt.Errorf("%w: %s %q", ErrUnsafeName, kind, name)
+	}
+	return nil
+}
+
 // Plugin directory names, as the kubelet escapes them on disk.
 const (
 	pluginEmptyDir    = "kubernetes.io~empty-dir"
@@ -190,6 +206,9 @@ func (m *Manager) volumePath(pod *v1.Pod, v *v1.Volume) string {
 // last content and only warns, so a running pod is not held back by, say,
 // a deleted secret).
 func (m *Manager) SetUpPod(ctx context.Context, pod *v1.Pod) error {
+	if err := checkName("pod UID", string(pod.UID)); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	if m.ready[pod.UID] == nil {
 		m.ready[pod.UID] = map[string]bool{}
@@ -231,6 +250,9 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *v1.Pod) error {
 }
 
 func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, v *v1.Volume) error {
+	if err := checkName("volume", v.Name); err != nil {
+		return err
+	}
 	dir := m.volumePath(pod, v)
 	switch {
 	case v.EmptyDir != nil:
@@ -493,6 +515,9 @@ func checkHostPath(src *v1.HostPathVolumeSource) error {
 // CSI volume of a previous kubelet, say) is never unmounted or deleted
 // through: the pod's directory then stays, and the error says why.
 func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
+	if err := checkName("pod UID", string(uid)); err != nil {
+		return err
+	}
 	m.tokens.forget(uid)
 	dir := m.PodDir(uid)
 	points, err := mountPointsUnder(m.cfg.Mounter, dir)
