@@ -48,8 +48,10 @@ func NewCache() *Cache {
 	return &Cache{pods: map[types.UID]*cacheEntry{}, waiters: map[types.UID][]*cacheWaiter{}}
 }
 
-// Get returns the cached status of uid and the error met fetching it. For a
-// pod the cache does not hold it returns an empty status with ID set.
+// Get returns the cached status of uid and the error met fetching it (the
+// status is then nil: the Generator never caches the part of a status a
+// failed fetch got). For a pod the cache does not hold it returns an empty
+// status with ID set.
 func (c *Cache) Get(uid types.UID) (*PodStatus, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -122,4 +122,9 @@
 //     <-chan PodLifecycleEvent; a container event's ID is a typed
 //     containerid.ID instead of Data any.
 //   - Healthy returns an error (nil: healthy) instead of (bool, error).
+//   - A failed status fetch is cached as a nil status with its error
+//     (upstream caches whatever partial status the runtime call returned);
+//     the pod is fetched again at the next relist.
+//   - RequestReinspect of a pod not listed yet waits for the pod, for up
+//     to RelistThreshold, instead of being dropped by the next relist.
 package pleg

@@ -46,8 +46,9 @@ type Generator struct {
 	requests map[types.UID]time.Time // single-pod relists requested, with when
 	fullReq  bool                    // a full relist is requested
 	// reinspect holds the pods to inspect again at the next relist even
-	// if unchanged (RequestReinspect).
-	reinspect map[types.UID]struct{}
+	// if unchanged (RequestReinspect), with when it was asked: a pod not
+	// known yet keeps its request until it appears, for RelistThreshold.
+	reinspect map[types.UID]time.Time
 	reqWake   chan struct{} // capacity 1
 }
 
@@ -77,7 +78,7 @@ func New(cfg Config) (*Generator, error) {
 		records:   map[types.UID]*podRecord{},
 		sbIndex:   map[string]*podRecord{},
 		requests:  map[types.UID]time.Time{},
-		reinspect: map[types.UID]struct{}{},
+		reinspect: map[types.UID]time.Time{},
 		reqWake:   make(chan struct{}, 1),
 	}
 	g.em.sink = cfg.Sink
@@ -171,21 +172,32 @@ func (g *Generator) RequestRelist(uid types.UID) {
 // refreshes its cached status and emits a PodSync for it, which makes the
 // sync loop sync the pod (upstream's reinspection, e.g. after an in-place
 // resize that could not be actuated yet). A pod the Generator does not know
-// is ignored. It never blocks and does not itself trigger a relist.
+// yet keeps the request until a relist finds it, for at most
+// Config.RelistThreshold. It never blocks and does not itself trigger a
+// relist.
 func (g *Generator) RequestReinspect(uid types.UID) {
+	now := g.clock.Now()
 	g.reqMu.Lock()
-	g.reinspect[uid] = struct{}{}
+	if _, ok := g.reinspect[uid]; !ok {
+		g.reinspect[uid] = now
+	}
 	g.reqMu.Unlock()
 }
 
 // takeReinspections moves the requested reinspections onto the known
-// records. relistMu must be held.
+// records; requests for pods not known yet wait, until they expire.
+// relistMu must be held.
 func (g *Generator) takeReinspections() {
+	now := g.clock.Now()
 	g.reqMu.Lock()
 	defer g.reqMu.Unlock()
-	for uid := range g.reinspect {
-		if rec, ok := g.records[uid]; ok {
+	for uid, asked := range g.reinspect {
+		rec, ok := g.records[uid]
+		switch {
+		case ok:
 			rec.reinspect = true
+		case now.Sub(asked) <= g.cfg.RelistThreshold:
+			continue // not listed yet: ask again at the next relist
 		}
 		delete(g.reinspect, uid)
 	}

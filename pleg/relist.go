@@ -229,7 +229,7 @@ func (g *Generator) inspect(ctx context.Context, work []*podWork, start time.Tim
 			logger.Error(pw.err, "Fetching pod status failed; will inspect it again", "podUID", pw.rec.uid)
 			pw.rec.reinspect = true
 			res.Failed++
-			g.cache.Set(pw.rec.uid, pw.status, pw.err, start)
+			g.cache.Set(pw.rec.uid, nil, pw.err, start) // no partial status: readers get the error alone
 			return
 		}
 		prev, _ := g.cache.Get(pw.rec.uid)

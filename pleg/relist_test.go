@@ -149,8 +149,9 @@ func TestRelistStatusFailureIsRetried(t *testing.T) {
 	res := relist(t, g)
 	require.Equal(t, 1, res.Failed)
 	require.Empty(t, drain(g), "no events for a pod whose status is unknown")
-	_, err := g.Cache().Get(uidOf("web"))
+	st, err := g.Cache().Get(uidOf("web"))
 	require.ErrorContains(t, err, "runtime busy", "waiters see the error")
+	require.Nil(t, st, "no partial status next to the error")
 	require.NoError(t, g.Healthy(), "a failed status fetch is not a failed relist")
 
 	res = relist(t, g)
@@ -181,6 +182,31 @@ func TestRelistStatusFailureIsRetried(t *testing.T) {
 	_, err = g.RelistPod(context.Background(), uidOf("web"))
 	require.NoError(t, err)
 	require.Equal(t, []PodLifecycleEvent{ev(uidOf("web"), PodSync, "")}, drain(g), "a single-pod relist honours it too")
+}
+
+func TestReinspectWaitsForAnUnknownPod(t *testing.T) {
+	e := newEnv(t)
+	g := e.gen(t, Config{})
+	relist(t, g)
+	g.RequestReinspect(uidOf("web")) // before the runtime has the pod
+	relist(t, g)
+	require.Empty(t, drain(g))
+	require.Contains(t, g.reinspect, uidOf("web"), "kept until the pod appears")
+
+	sb := e.runPod(t, "web")
+	calls := e.sim.Calls("PodSandboxStatus")
+	relist(t, g)
+	require.Equal(t, []PodLifecycleEvent{ev(uidOf("web"), ContainerStarted, sb)}, drain(g))
+	require.Empty(t, g.reinspect, "taken by the relist that found the pod")
+	require.Greater(t, e.sim.Calls("PodSandboxStatus"), calls, "and the pod inspected")
+	relist(t, g)
+	require.Empty(t, drain(g))
+
+	// A request for a pod that never appears expires.
+	g.RequestReinspect("never")
+	e.clock.Step(DefaultRelistThreshold + time.Second)
+	relist(t, g)
+	require.Empty(t, g.reinspect)
 }
 
 func TestRelistListFailure(t *testing.T) {

@@ -86,7 +86,9 @@ func (m *Manager) Updates(t ProbeType) <-chan Update {
 }
 
 // Result returns the current t result of a container, and false if there
-// is none. The ID must carry its runtime Type, as statuses and Updates do.
+// is none. An ID without its runtime Type (a PLEG event's when the
+// generator's RuntimeName is unset) finds the same result, as
+// containerid.ID.Same matches it.
 func (m *Manager) Result(t ProbeType, id containerid.ID) (Result, bool) {
 	return m.cache(t).get(id.String())
 }

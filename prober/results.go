@@ -2,6 +2,7 @@ package prober
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -36,30 +37,41 @@ func newResultCache() *resultCache {
 func (c *resultCache) get(id string) (Result, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r, ok := c.results[id]
+	r, ok := c.results[cacheKey(id)]
 	return r, ok
 }
 
-// set caches r and, if it differs from the cached value, queues an update.
+// cacheKey is the runtime's ID of a container ("<type>://<id>" or a bare
+// ID): results are found whether or not a caller knows the runtime type,
+// as containerid.ID.Same treats an unknown type as matching.
+func cacheKey(id string) string {
+	if i := strings.Index(id, "://"); i >= 0 {
+		return id[i+3:]
+	}
+	return id
+}
+
+// set caches r and, if it differs from the cached value, queues an update
+// (or hands it to the sink).
 func (c *resultCache) set(id string, r Result, pod types.UID) {
+	k := cacheKey(id)
 	c.mu.Lock()
-	if prev, ok := c.results[id]; ok && prev == r {
+	if prev, ok := c.results[k]; ok && prev == r {
 		c.mu.Unlock()
 		return
 	}
-	c.results[id] = r
-	if _, queued := c.pending[id]; !queued {
-		c.queue = append(c.queue, id)
-	}
+	c.results[k] = r
 	cid, _ := containerid.Parse(id) // never empty: workers set results only for containers with an ID
 	u := Update{ContainerID: cid, Result: r, PodUID: pod}
 	if c.sink != nil {
-		c.results[id] = r
 		c.mu.Unlock()
 		c.sink(u)
 		return
 	}
-	c.pending[id] = u
+	if _, queued := c.pending[k]; !queued {
+		c.queue = append(c.queue, k)
+	}
+	c.pending[k] = u
 	c.mu.Unlock()
 	select {
 	case c.notify <- struct{}{}:
@@ -69,6 +81,7 @@ func (c *resultCache) set(id string, r Result, pod types.UID) {
 
 // remove forgets a container: its cached result and any undelivered update.
 func (c *resultCache) remove(id string) {
+	id = cacheKey(id)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.results, id)
@@ -107,7 +120,7 @@ func (c *resultCache) pop() (Update, bool) {
 func (c *resultCache) unpop(u Update) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	id := u.ContainerID.String()
+	id := u.ContainerID.ID
 	if _, ok := c.pending[id]; ok {
 		return
 	}

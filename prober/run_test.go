@@ -183,6 +183,17 @@ func TestSinkReceivesUpdatesFromRunOnce(t *testing.T) {
 	require.Equal(t, []got{{Liveness, Update{ContainerID: id, Result: Failure, PodUID: pod.UID}}}, updates)
 	mu.Unlock()
 	require.Zero(t, e.m.results[Liveness].pendingLen(), "nothing waits for a channel")
+	require.Empty(t, e.m.results[Liveness].queue, "nor queues an ID")
+
+	// The result is found with or without the runtime type, as
+	// containerid.ID.Same matches the two.
+	for _, lookup := range []containerid.ID{id, {ID: "c1"}} {
+		r, ok := e.m.Result(Liveness, lookup)
+		require.True(t, ok, "%+v", lookup)
+		require.Equal(t, Failure, r)
+	}
+	_, ok := e.m.Result(Liveness, containerid.ID{Type: "crisim", ID: "c2"})
+	require.False(t, ok)
 }
 
 func TestResultZeroValueIsUnknown(t *testing.T) {
