@@ -4,6 +4,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 // Annotations and priorities the kubelet uses to recognise pods it must not
@@ -11,7 +13,7 @@ import (
 const (
 	// ConfigSourceAnnotation records where the kubelet got a pod from;
 	// anything but "api" marks a static pod.
-	ConfigSourceAnnotation = "kubernetes.io/config.source"
+	ConfigSourceAnnotation = kubetypes.ConfigSourceAnnotationKey
 	// SystemCriticalPriority is the lowest priority of a critical pod
 	// (2 * 10^9, scheduling.SystemCriticalPriority).
 	SystemCriticalPriority int32 = 2_000_000_000
@@ -21,10 +23,7 @@ const (
 // it under any pressure): a static pod, a mirror pod, or a pod whose
 // priority is at least SystemCriticalPriority.
 func IsCriticalPod(pod *v1.Pod) bool {
-	if src, ok := pod.Annotations[ConfigSourceAnnotation]; ok && src != "api" {
-		return true
-	}
-	if _, ok := pod.Annotations[v1.MirrorPodAnnotationKey]; ok {
+	if kubetypes.IsStatic(pod) || kubetypes.IsMirror(pod) {
 		return true
 	}
 	return pod.Spec.Priority != nil && *pod.Spec.Priority >= SystemCriticalPriority

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 // Upstream kubelet defaults.
@@ -27,7 +29,7 @@ const (
 	DefaultBackOffJitter = 0.5
 	// StaticPodSourceAnnotation is the annotation whose value names the
 	// config source of a pod; any source other than "api" is static.
-	StaticPodSourceAnnotation = "kubernetes.io/config.source"
+	StaticPodSourceAnnotation = kubetypes.ConfigSourceAnnotationKey
 )
 
 // StatusBarrier blocks until the host's runtime status for uid is newer than
@@ -91,7 +93,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("%w: Syncer is required", ErrInvalidConfig)
 	}
 	if cfg.IsStatic == nil {
-		cfg.IsStatic = isStaticByAnnotation
+		cfg.IsStatic = kubetypes.IsStatic
 	}
 	if cfg.ResyncInterval == 0 {
 		cfg.ResyncInterval = DefaultResyncInterval
@@ -121,10 +123,4 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.Clock = clock.RealClock{}
 	}
 	return cfg, nil
-}
-
-// isStaticByAnnotation is the kubelet's static pod test.
-func isStaticByAnnotation(pod *v1.Pod) bool {
-	src, ok := pod.Annotations[StaticPodSourceAnnotation]
-	return ok && src != "api"
 }

@@ -58,8 +58,3 @@ func jitter(d time.Duration, factor, r float64) time.Duration {
 	}
 	return d + time.Duration(r*factor*float64(d))
 }
-
-// podFullName is the kubelet's name_namespace key for static pods.
-func podFullName(name, namespace string) string {
-	return name + "_" + namespace
-}

@@ -7,6 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 // UpdatePod delivers a change for one pod. It never blocks on a sync: the
@@ -62,7 +64,7 @@ func (w *Workers) UpdatePod(ctx context.Context, u Update) error {
 	st, known := w.pods[uid]
 	if !known {
 		logger.V(4).Info("Pod is being synced for the first time")
-		st = &podState{uid: uid, fullname: podFullName(name, namespace)}
+		st = &podState{uid: uid, fullname: kubetypes.FullNameOf(name, namespace)}
 		w.pods[uid] = st
 		if u.Pod != nil && w.cfg.IsStatic(u.Pod) {
 			w.waitStatic(st)

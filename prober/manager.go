@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/nodekit/nodekit/containerid"
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 // Manager runs the probes of a node's pods and keeps their results. Create
@@ -137,7 +138,7 @@ func (m *Manager) AddPod(pod *v1.Pod) error {
 		add(&pod.Spec.Containers[i], false)
 	}
 	for i := range pod.Spec.InitContainers {
-		if isRestartableInit(&pod.Spec.InitContainers[i]) {
+		if kubetypes.IsSidecar(&pod.Spec.InitContainers[i]) {
 			add(&pod.Spec.InitContainers[i], true)
 		}
 	}

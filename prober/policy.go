@@ -98,9 +98,3 @@ func shouldRestart(c *v1.Container, spec *v1.PodSpec, exitCode int32) bool {
 	}
 	return true
 }
-
-// isRestartableInit reports whether an init container is a sidecar (its
-// restart policy is Always), the only init containers that are probed.
-func isRestartableInit(c *v1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
-}

@@ -6,6 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 // podStatus is what the workers need of a pod's latest status, copied out
@@ -76,7 +78,7 @@ func (m *Manager) UpdatePodStatus(ctx context.Context, pod *v1.Pod, status *v1.P
 			klog.FromContext(ctx).V(4).Info("Init container status without spec", "pod", klog.KObj(pod), "containerName", c.Name)
 			continue
 		}
-		if !isRestartableInit(spec) {
+		if !kubetypes.IsSidecar(spec) {
 			if t := c.State.Terminated; t != nil && t.ExitCode == 0 {
 				c.Ready = true
 			}

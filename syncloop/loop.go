@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodekit/nodekit/containerid"
 	"github.com/nodekit/nodekit/internal/parking"
+	"github.com/nodekit/nodekit/kubetypes"
 	"github.com/nodekit/nodekit/pleg"
 	"github.com/nodekit/nodekit/prober"
 )
@@ -282,7 +283,7 @@ func (l *Loop) indexUpdate(u PodUpdate) {
 	l.indexMu.Lock()
 	defer l.indexMu.Unlock()
 	for _, p := range u.Pods {
-		if _, mirror := p.Annotations[ConfigMirrorAnnotationKey]; mirror {
+		if kubetypes.IsMirror(p) {
 			continue
 		}
 		if u.Op == REMOVE {

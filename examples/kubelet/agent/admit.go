@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodekit/nodekit/examples/kubelet/admission"
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 // buildAdmission assembles the kubelet's admit handlers in its order:
@@ -24,7 +25,7 @@ func (a *Agent) buildAdmission(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	predicates, err := admission.Predicates(admission.PredicatesConfig{Node: a.admissionNode, IsStatic: isStatic})
+	predicates, err := admission.Predicates(admission.PredicatesConfig{Node: a.admissionNode, IsStatic: kubetypes.IsStatic})
 	if err != nil {
 		return err
 	}

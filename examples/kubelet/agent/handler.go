@@ -14,23 +14,19 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodekit/nodekit/examples/kubelet/admission"
+	"github.com/nodekit/nodekit/kubetypes"
 	"github.com/nodekit/nodekit/podworkers"
 	"github.com/nodekit/nodekit/syncloop"
 )
 
 var _ syncloop.Handler = (*Agent)(nil)
 
-func isMirror(p *v1.Pod) bool {
-	_, ok := p.Annotations[syncloop.ConfigMirrorAnnotationKey]
-	return ok
-}
-
 // HandlePodAdditions admits new pods and starts their workers, oldest first.
 func (a *Agent) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 	pods = slices.Clone(pods) // the loop's slice is not ours to reorder
 	sort.Slice(pods, func(i, j int) bool { return pods[i].CreationTimestamp.Before(&pods[j].CreationTimestamp) })
 	for _, pod := range pods {
-		if isMirror(pod) {
+		if kubetypes.IsMirror(pod) {
 			a.setMirror(pod)
 			continue
 		}
@@ -43,7 +39,7 @@ func (a *Agent) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 			a.reject(ctx, pod, res.Reason, res.Message)
 			continue
 		}
-		if isStatic(pod) {
+		if kubetypes.IsStatic(pod) {
 			a.ensureMirror(ctx, pod)
 		}
 		if err := a.probes.AddPod(pod); err != nil {
@@ -64,7 +60,7 @@ func (a *Agent) reject(ctx context.Context, pod *v1.Pod, reason, message string)
 // pod's worker.
 func (a *Agent) HandlePodUpdates(ctx context.Context, pods []*v1.Pod) {
 	for _, pod := range pods {
-		if isMirror(pod) {
+		if kubetypes.IsMirror(pod) {
 			a.setMirror(pod)
 			continue
 		}
@@ -76,7 +72,7 @@ func (a *Agent) HandlePodUpdates(ctx context.Context, pods []*v1.Pod) {
 // HandlePodRemoves kills pods gone from their source.
 func (a *Agent) HandlePodRemoves(ctx context.Context, pods []*v1.Pod) {
 	for _, pod := range pods {
-		if isMirror(pod) {
+		if kubetypes.IsMirror(pod) {
 			a.pods.RemoveMirror(pod)
 			continue
 		}
@@ -91,7 +87,7 @@ func (a *Agent) HandlePodRemoves(ctx context.Context, pods []*v1.Pod) {
 // changed its readiness.
 func (a *Agent) HandlePodReconcile(ctx context.Context, pods []*v1.Pod) {
 	for _, pod := range pods {
-		if isMirror(pod) {
+		if kubetypes.IsMirror(pod) {
 			a.setMirror(pod)
 			continue
 		}
@@ -129,7 +125,7 @@ func (a *Agent) HandlePodCleanups(ctx context.Context) error {
 		if _, ok := known[uid]; !ok {
 			a.update(ctx, podworkers.UpdateCreate, p)
 		}
-		if isStatic(p) {
+		if kubetypes.IsStatic(p) {
 			a.ensureMirror(ctx, p) // retried until the Node exists to own it
 		}
 	}
@@ -225,7 +221,7 @@ func (a *Agent) storePod(pod *v1.Pod) { a.pods.Set(pod) }
 func (a *Agent) setMirror(pod *v1.Pod) { a.pods.SetMirror(pod) }
 
 func (a *Agent) mirrorOf(pod *v1.Pod) *v1.Pod {
-	if !isStatic(pod) {
+	if !kubetypes.IsStatic(pod) {
 		return nil
 	}
 	return a.pods.MirrorOf(pod)

@@ -20,8 +20,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/nodekit/nodekit/examples/kubelet/podplan"
 	"github.com/nodekit/nodekit/internal/clockctx"
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 // minimumGracePeriod is what a container gets to stop after its preStop
@@ -264,7 +264,7 @@ func (s *syncer) stopAll(ctx context.Context, pod *v1.Pod, rtp *podRuntime, grac
 func isSidecarOf(pod *v1.Pod, name string) bool {
 	for i := range pod.Spec.InitContainers {
 		if pod.Spec.InitContainers[i].Name == name {
-			return podplan.IsSidecar(&pod.Spec.InitContainers[i])
+			return kubetypes.IsSidecar(&pod.Spec.InitContainers[i])
 		}
 	}
 	return false

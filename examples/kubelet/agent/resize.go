@@ -10,7 +10,7 @@ import (
 
 	"github.com/nodekit/nodekit/examples/kubelet/allocation"
 	"github.com/nodekit/nodekit/examples/kubelet/cgroups"
-	"github.com/nodekit/nodekit/examples/kubelet/podplan"
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 // allocate handles an in-place resize of pod's spec (allocating its new
@@ -160,7 +160,7 @@ func samePodCgroup(a, b cgroups.Resources) bool {
 func resizable(pod *v1.Pod) []*v1.Container {
 	var out []*v1.Container
 	for i := range pod.Spec.InitContainers {
-		if podplan.IsSidecar(&pod.Spec.InitContainers[i]) {
+		if kubetypes.IsSidecar(&pod.Spec.InitContainers[i]) {
 			out = append(out, &pod.Spec.InitContainers[i])
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/nodekit/nodekit/examples/kubelet/podmanager"
+	"github.com/nodekit/nodekit/kubetypes"
 	"github.com/nodekit/nodekit/pleg"
 	"github.com/nodekit/nodekit/prober"
 )
@@ -99,7 +99,7 @@ func (a *Agent) Healthy() error {
 // Pods returns the pods the agent runs with their latest status, by name.
 func (a *Agent) Pods() []v1.Pod {
 	pods := a.statusMgr.Pods()
-	sort.Slice(pods, func(i, j int) bool { return podmanager.FullName(&pods[i]) < podmanager.FullName(&pods[j]) })
+	sort.Slice(pods, func(i, j int) bool { return kubetypes.FullName(&pods[i]) < kubetypes.FullName(&pods[j]) })
 	return pods
 }
 

@@ -16,8 +16,8 @@ import (
 	"github.com/nodekit/nodekit/examples/kubelet/cgroups"
 	"github.com/nodekit/nodekit/examples/kubelet/podplan"
 	podstatus "github.com/nodekit/nodekit/examples/kubelet/status"
+	"github.com/nodekit/nodekit/kubetypes"
 	"github.com/nodekit/nodekit/podworkers"
-	"github.com/nodekit/nodekit/syncloop"
 )
 
 // statusWriter builds v1.PodStatus from the runtime and hands it to the
@@ -158,7 +158,7 @@ func (w *statusWriter) build(pod *v1.Pod, rtp *podRuntime, old *v1.PodStatus) v1
 	var incomplete []string
 	for i, cs := range s.InitContainerStatuses {
 		done := cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
-		if podplan.IsSidecar(&pod.Spec.InitContainers[i]) {
+		if kubetypes.IsSidecar(&pod.Spec.InitContainers[i]) {
 			done = cs.Started != nil && *cs.Started
 		}
 		if !done {
@@ -348,7 +348,7 @@ func terminated(c *v1.Container, st *runtimeapi.ContainerStatus, runtimeName str
 func podPhase(pod *v1.Pod, s *v1.PodStatus, initialized bool) v1.PodPhase {
 	if !initialized {
 		for i, cs := range s.InitContainerStatuses {
-			if podplan.IsSidecar(&pod.Spec.InitContainers[i]) {
+			if kubetypes.IsSidecar(&pod.Spec.InitContainers[i]) {
 				continue
 			}
 			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 && pod.Spec.RestartPolicy == v1.RestartPolicyNever {
@@ -400,16 +400,11 @@ func restartsAfter(pod *v1.Pod, c *v1.Container, exitCode int32) bool {
 	}
 	for i := range pod.Spec.InitContainers {
 		if pod.Spec.InitContainers[i].Name == c.Name {
-			if podplan.IsSidecar(c) {
+			if kubetypes.IsSidecar(c) {
 				return true
 			}
 			return exitCode != 0 && pod.Spec.RestartPolicy != v1.RestartPolicyNever
 		}
 	}
 	return podplan.ShouldRestart(pod, exitCode)
-}
-
-func isStatic(pod *v1.Pod) bool {
-	src, ok := pod.Annotations[syncloop.ConfigSourceAnnotationKey]
-	return ok && src != syncloop.APIServerSourceName
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/nodekit/nodekit/examples/kubelet/podnet"
 	"github.com/nodekit/nodekit/examples/kubelet/podplan"
 	"github.com/nodekit/nodekit/examples/kubelet/volumes"
+	"github.com/nodekit/nodekit/kubetypes"
 	"github.com/nodekit/nodekit/podworkers"
 )
 
@@ -591,10 +592,10 @@ func (s *syncer) containerConfig(ctx context.Context, pod *v1.Pod, sb *runtimeap
 			}
 		}
 	}
-	ep := env.Pod{Pod: pod, PodIPs: podIPs, Objects: s.objectsOrNil(), Static: isStatic(pod)}
+	ep := env.Pod{Pod: pod, PodIPs: podIPs, Objects: s.objectsOrNil(), Static: kubetypes.IsStatic(pod)}
 	if s.envPod != nil {
 		ep = s.envPod(pod, podIPs)
-		ep.Objects, ep.Static = s.objectsOrNil(), isStatic(pod)
+		ep.Objects, ep.Static = s.objectsOrNil(), kubetypes.IsStatic(pod)
 	}
 	vars, err := env.Build(ctx, ep, c)
 	if err != nil {

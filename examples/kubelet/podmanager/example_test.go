@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodekit/nodekit/examples/kubelet/podmanager"
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 func Example() {
@@ -22,7 +23,7 @@ func Example() {
 
 	fmt.Println("desired:", len(m.Desired()), "active:", len(m.Active(nil)))
 	web, _ := m.GetByName("default", "web")
-	fmt.Println(podmanager.FullName(web))
+	fmt.Println(kubetypes.FullName(web))
 	// Output:
 	// desired: 2 active: 1
 	// web_default

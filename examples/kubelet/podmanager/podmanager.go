@@ -5,6 +5,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 // Manager holds the pods. It is safe for concurrent use; the pods it
@@ -20,10 +22,6 @@ type Manager struct {
 func New() *Manager {
 	return &Manager{byUID: map[types.UID]*v1.Pod{}, mirrors: map[string]*v1.Pod{}, rejected: map[types.UID]bool{}}
 }
-
-// FullName is a pod's "<name>_<namespace>", which a static pod and its
-// mirror share.
-func FullName(p *v1.Pod) string { return p.Name + "_" + p.Namespace }
 
 // Set records pod (added or updated).
 func (m *Manager) Set(pod *v1.Pod) {
@@ -123,14 +121,14 @@ func (m *Manager) Active(terminated func(types.UID) bool) []*v1.Pod {
 func (m *Manager) SetMirror(mirror *v1.Pod) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.mirrors[FullName(mirror)] = mirror
+	m.mirrors[kubetypes.FullName(mirror)] = mirror
 }
 
 // RemoveMirror forgets a mirror pod.
 func (m *Manager) RemoveMirror(mirror *v1.Pod) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.mirrors, FullName(mirror))
+	delete(m.mirrors, kubetypes.FullName(mirror))
 }
 
 // MirrorOf returns the mirror pod recorded for pod's full name, nil
@@ -138,5 +136,5 @@ func (m *Manager) RemoveMirror(mirror *v1.Pod) {
 func (m *Manager) MirrorOf(pod *v1.Pod) *v1.Pod {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.mirrors[FullName(pod)]
+	return m.mirrors[kubetypes.FullName(pod)]
 }

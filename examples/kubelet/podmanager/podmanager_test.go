@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 func pod(uid, name string, created int64, phase v1.PodPhase) *v1.Pod {
@@ -60,5 +62,5 @@ func TestManager(t *testing.T) {
 	assert.Same(t, mirror, m.MirrorOf(static))
 	m.RemoveMirror(mirror)
 	assert.Nil(t, m.MirrorOf(static))
-	assert.Equal(t, "etcd-node_ns", FullName(static))
+	assert.Equal(t, "etcd-node_ns", kubetypes.FullName(static))
 }

@@ -2,6 +2,8 @@ package podplan
 
 import (
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 // State is a container instance's runtime state.
@@ -103,11 +105,6 @@ func (p Plan) Acts() bool {
 	return p.KillPod || p.CreateSandbox || len(p.Kill) > 0 || len(p.Start) > 0
 }
 
-// IsSidecar reports whether an init container is restartable (a sidecar).
-func IsSidecar(c *v1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
-}
-
 // Compute returns the Plan for in.
 func Compute(in Input) Plan {
 	pod := in.Pod
@@ -167,7 +164,7 @@ func initActions(in Input, p *Plan, appsSeen bool) bool {
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		st, ok := in.Containers[c.Name]
-		if IsSidecar(c) {
+		if kubetypes.IsSidecar(c) {
 			switch {
 			case !ok:
 				p.Start = append(p.Start, Start{Container: c, Kind: Sidecar})

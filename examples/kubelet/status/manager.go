@@ -19,7 +19,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/nodekit/nodekit/syncloop"
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 // Defaults of Config's zero fields.
@@ -228,7 +228,7 @@ func (m *Manager) Pods() []v1.Pod {
 // grace (UID precondition) and forgotten. It does nothing for a pod not
 // being deleted or a static pod (whose mirror the agent manages).
 func (m *Manager) Finish(pod *v1.Pod) {
-	if pod.DeletionTimestamp == nil || isStatic(pod) {
+	if pod.DeletionTimestamp == nil || kubetypes.IsStatic(pod) {
 		return
 	}
 	m.mu.Lock()
@@ -364,7 +364,7 @@ func (m *Manager) Sync(ctx context.Context, uid types.UID) error {
 	found, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		if !isStatic(pod) {
+		if !kubetypes.IsStatic(pod) {
 			m.forget(uid) // gone: nothing left to report
 		}
 		return nil // a static pod's mirror does not exist yet: the resync retries
@@ -376,8 +376,8 @@ func (m *Manager) Sync(ctx context.Context, uid types.UID) error {
 	case err != nil:
 		return fmt.Errorf("get pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	if isStatic(pod) {
-		if !isMirrorOf(found, pod) {
+	if kubetypes.IsStatic(pod) {
+		if !kubetypes.IsMirrorOf(found, pod) {
 			return nil // not this static pod's mirror (yet): the resync retries
 		}
 	} else if found.UID != pod.UID {
@@ -388,7 +388,7 @@ func (m *Manager) Sync(ctx context.Context, uid types.UID) error {
 	merged := Merge(pod, found.Status, status, couldRun, metav1.NewTime(m.cfg.Clock.Now()))
 	if !equality.Semantic.DeepEqual(found.Status, merged) {
 		if err := patchStatus(ctx, m.cfg.Client, found, merged); err != nil {
-			if apierrors.IsNotFound(err) && !isStatic(pod) {
+			if apierrors.IsNotFound(err) && !kubetypes.IsStatic(pod) {
 				m.forget(uid)
 				return nil
 			}
@@ -464,17 +464,4 @@ func patchStatus(ctx context.Context, client kubernetes.Interface, found *v1.Pod
 		return fmt.Errorf("patch status of pod %s/%s: %w", found.Namespace, found.Name, err)
 	}
 	return nil
-}
-
-// isStatic reports whether pod comes from a file or URL source; its status
-// goes to its mirror pod.
-func isStatic(pod *v1.Pod) bool {
-	src, ok := pod.Annotations[syncloop.ConfigSourceAnnotationKey]
-	return ok && src != syncloop.APIServerSourceName
-}
-
-// isMirrorOf reports whether mirror is the mirror pod of static pod pod.
-func isMirrorOf(mirror, pod *v1.Pod) bool {
-	hash, ok := mirror.Annotations[syncloop.ConfigMirrorAnnotationKey]
-	return ok && hash == pod.Annotations[syncloop.ConfigHashAnnotationKey]
 }

@@ -6,6 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 // OwnedByKubelet reports whether the kubelet owns (writes and may remove)
@@ -116,7 +118,7 @@ func ReadyConditions(pod *v1.Pod, s *v1.PodStatus) (containersReady, ready v1.Po
 		unknown = append(unknown, c.Name)
 	}
 	for i := range pod.Spec.InitContainers {
-		if isSidecar(&pod.Spec.InitContainers[i]) {
+		if kubetypes.IsSidecar(&pod.Spec.InitContainers[i]) {
 			check(&pod.Spec.InitContainers[i], s.InitContainerStatuses)
 		}
 	}
@@ -168,8 +170,4 @@ func findCondition(cs []v1.PodCondition, t v1.PodConditionType) *v1.PodCondition
 		}
 	}
 	return nil
-}
-
-func isSidecar(c *v1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
 }

@@ -1,0 +1,62 @@
+package kubetypes
+
+import v1 "k8s.io/api/core/v1"
+
+// Pod source names, the values of ConfigSourceAnnotationKey.
+const (
+	// FileSource is the static pod file source (--pod-manifest-path).
+	FileSource = "file"
+	// HTTPSource is the static pod URL source (--manifest-url).
+	HTTPSource = "http"
+	// APIServerSource is the API server source (pods bound to the node).
+	APIServerSource = "api"
+)
+
+// Annotation keys the pod sources and the kubelet set.
+const (
+	// ConfigSourceAnnotationKey names the source a pod came from.
+	ConfigSourceAnnotationKey = "kubernetes.io/config.source"
+	// ConfigHashAnnotationKey carries the generated UID of a static pod.
+	ConfigHashAnnotationKey = "kubernetes.io/config.hash"
+	// ConfigFirstSeenAnnotationKey is when the pod was first seen, in
+	// RFC 3339 with nanoseconds.
+	ConfigFirstSeenAnnotationKey = "kubernetes.io/config.seen"
+	// ConfigMirrorAnnotationKey marks a mirror pod; its value is the
+	// static pod's ConfigHashAnnotationKey (v1.MirrorPodAnnotationKey).
+	ConfigMirrorAnnotationKey = v1.MirrorPodAnnotationKey
+)
+
+// IsStatic reports whether pod came from a source other than the API
+// server (a file or URL); its status goes to its mirror pod.
+func IsStatic(pod *v1.Pod) bool {
+	src, ok := pod.Annotations[ConfigSourceAnnotationKey]
+	return ok && src != APIServerSource
+}
+
+// IsMirror reports whether pod is a mirror pod: the API server's copy of a
+// static pod, which the kubelet never runs.
+func IsMirror(pod *v1.Pod) bool {
+	_, ok := pod.Annotations[ConfigMirrorAnnotationKey]
+	return ok
+}
+
+// IsMirrorOf reports whether mirror is the mirror pod of static: its
+// mirror annotation holds the static pod's config hash.
+func IsMirrorOf(mirror, static *v1.Pod) bool {
+	hash, ok := mirror.Annotations[ConfigMirrorAnnotationKey]
+	return ok && hash == static.Annotations[ConfigHashAnnotationKey]
+}
+
+// IsSidecar reports whether an init container is a sidecar: a restartable
+// init container (restartPolicy Always), which keeps running beside the
+// regular containers and is probed like them.
+func IsSidecar(c *v1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+}
+
+// FullName is the kubelet's "<name>_<namespace>" key of a pod, unique on a
+// node; static pods with the same full name run one at a time.
+func FullName(pod *v1.Pod) string { return FullNameOf(pod.Name, pod.Namespace) }
+
+// FullNameOf is FullName of a name and namespace.
+func FullNameOf(name, namespace string) string { return name + "_" + namespace }
