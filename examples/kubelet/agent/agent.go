@@ -220,7 +220,7 @@ func (a *Agent) close(ctx context.Context) {
 // build wires the eight packages.
 func (a *Agent) build(ctx context.Context) error {
 	var err error
-	backoff := &crashBackoff{clock: a.opts.Clock, entries: map[string]backoffEntry{}}
+	backoff := newCrashBackoff(a.opts.Clock)
 	// Events and probe results go straight to the sync loop (built below,
 	// before anything runs).
 	if a.pleg, err = pleg.New(pleg.Config{Runtime: a.rt, Evented: a.opts.Evented, RuntimeName: a.runtimeID,

@@ -112,7 +112,7 @@ func TestPortMappings(t *testing.T) {
 
 func TestCrashBackoffCountsFromExit(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	b := &crashBackoff{clock: clk, entries: map[string]backoffEntry{}}
+	b := newCrashBackoff(clk)
 	exit := clk.Now()
 	wait, _ := b.inBackoff("k", exit)
 	assert.False(t, wait, "the first restart is immediate")

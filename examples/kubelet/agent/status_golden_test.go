@@ -73,7 +73,7 @@ func TestStatusGolden(t *testing.T) {
 			clk := testclock.NewFakeClock(base.Add(30 * time.Second))
 			mgr, err := podstatus.New(podstatus.Config{Clock: clk})
 			require.NoError(t, err)
-			backoff := &crashBackoff{clock: clk, entries: map[string]backoffEntry{}}
+			backoff := newCrashBackoff(clk)
 			if tc.crashed {
 				backoff.next(backoffKey(tc.pod, &tc.pod.Spec.Containers[0]), time.Unix(0, at(21)))
 			}

@@ -7,13 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	grpcstatus "google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
 	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 	criapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -36,64 +35,35 @@ import (
 const (
 	backoffInitial = 10 * time.Second
 	backoffMax     = 5 * time.Minute
-	// backoffReset: an exit this long after the previous counted one
-	// starts the delays over (the kubelet's backoff expiry, twice the
-	// maximum).
-	backoffReset = 2 * backoffMax
 )
 
 // crashBackoff tracks the restart delay of each container (pod UID, name
-// and spec hash) as the kubelet does: the delay counts from the exit of
-// the container's latest instance, and doubles with every restart.
-type crashBackoff struct {
-	mu      sync.Mutex
-	clock   clock.PassiveClock
-	entries map[string]backoffEntry
-}
+// and spec hash) as the kubelet does, with client-go's keyed back-off: the
+// delay counts from the exit of the container's latest instance, and
+// doubles with every restart.
+type crashBackoff struct{ b *flowcontrol.Backoff }
 
-type backoffEntry struct {
-	delay time.Duration
-	since time.Time // the exit of the instance the delay was set after
+func newCrashBackoff(clk clock.Clock) *crashBackoff {
+	return &crashBackoff{b: flowcontrol.NewFakeBackOff(backoffInitial, backoffMax, clk)}
 }
 
 // inBackoff reports whether a container whose latest instance exited at
 // finished must still wait before its restart, and until when.
 func (b *crashBackoff) inBackoff(key string, finished time.Time) (bool, time.Time) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	e, ok := b.entries[key]
-	if !ok || finished.Sub(e.since) > backoffReset {
+	if !b.b.IsInBackOffSince(key, finished) {
 		return false, time.Time{}
 	}
-	until := finished.Add(e.delay)
-	return b.clock.Now().Before(until), until
+	return true, finished.Add(b.b.Get(key))
 }
 
 // next records a restart after the exit at finished: the following exit
 // waits twice as long (up to the maximum), or the initial delay when the
 // last counted exit is long past.
-func (b *crashBackoff) next(key string, finished time.Time) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	e, ok := b.entries[key]
-	if !ok || finished.Sub(e.since) > backoffReset {
-		e.delay = backoffInitial
-	} else {
-		e.delay = min(2*e.delay, backoffMax)
-	}
-	e.since = finished
-	b.entries[key] = e
-}
+func (b *crashBackoff) next(key string, finished time.Time) { b.b.Next(key, finished) }
 
-func (b *crashBackoff) forget(uid types.UID) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for k := range b.entries {
-		if len(k) > len(uid) && k[:len(uid)] == string(uid) {
-			delete(b.entries, k)
-		}
-	}
-}
+// gc forgets the containers whose last exit is long past, those of
+// deleted pods among them (the kubelet's housekeeping does the same).
+func (b *crashBackoff) gc() { b.b.GC() }
 
 // syncer is the agent's podworkers.Syncer over a CRI runtime.
 type syncer struct {
@@ -794,7 +764,7 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error {
 	if s.objects != nil {
 		s.objects.Unregister(pod.UID)
 	}
-	s.backoff.forget(pod.UID)
+	s.backoff.gc()
 	if s.alloc != nil {
 		s.alloc.Forget(pod.UID)
 	}

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	criapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 )
 
@@ -47,7 +48,7 @@ type Config struct {
 	// Images is the runtime's image service. Required.
 	Images criapi.ImageManagerService
 	// Clock drives back-off and pull timing. Default the real clock.
-	Clock clock.PassiveClock
+	Clock clock.Clock
 	// MaxParallelPulls bounds the pulls in flight across all pods. Zero
 	// serializes them, the kubelet's default (serializeImagePulls); a
 	// negative value leaves them unbounded.
@@ -60,14 +61,11 @@ type Puller struct {
 	cfg   Config
 	slots chan struct{} // nil: unbounded
 
+	// backoff delays the next pull of a pod's image after a failure
+	// (client-go's keyed back-off on cfg.Clock), by pod UID + image.
+	backoff *flowcontrol.Backoff
 	mu      sync.Mutex
-	backoff map[string]*backoff // by pod UID + image
-}
-
-type backoff struct {
-	delay   time.Duration
-	updated time.Time
-	lastErr string
+	lastErr map[string]string // the last failure of each key in back-off
 }
 
 // New validates cfg and returns a Puller.
@@ -78,7 +76,7 @@ func New(cfg Config) (*Puller, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	p := &Puller{cfg: cfg, backoff: map[string]*backoff{}}
+	p := &Puller{cfg: cfg, backoff: flowcontrol.NewFakeBackOff(backoffInitial, backoffMax, cfg.Clock), lastErr: map[string]string{}}
 	switch n := cfg.MaxParallelPulls; {
 	case n == 0:
 		p.slots = make(chan struct{}, 1)
@@ -178,43 +176,30 @@ func (p *Puller) pull(ctx context.Context, spec *runtimeapi.ImageSpec, auths []*
 
 // inBackoff: a pull of key failed less than its back-off ago.
 func (p *Puller) inBackoff(key string) (lastErr string, waiting bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	b, ok := p.backoff[key]
-	if !ok {
+	if !p.backoff.IsInBackOffSinceUpdate(key, p.cfg.Clock.Now()) {
 		return "", false
 	}
-	return b.lastErr, p.cfg.Clock.Since(b.updated) < b.delay
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastErr[key], true
 }
 
 func (p *Puller) failed(key, msg string) {
+	p.backoff.GC() // entries idle for twice the longest back-off: deleted pods leave nothing behind
+	p.backoff.Next(key, p.cfg.Clock.Now())
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.cfg.Clock.Now()
-	p.gc(now)
-	b, ok := p.backoff[key]
-	switch {
-	case !ok:
-		b = &backoff{delay: backoffInitial}
-		p.backoff[key] = b
-	default:
-		b.delay = min(2*b.delay, backoffMax)
+	for k := range p.lastErr {
+		if p.backoff.Get(k) == 0 {
+			delete(p.lastErr, k)
+		}
 	}
-	b.updated, b.lastErr = now, msg
+	p.lastErr[key] = msg
 }
 
 func (p *Puller) succeeded(key string) {
+	p.backoff.DeleteEntry(key)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.backoff, key)
-}
-
-// gc drops entries idle for twice the longest back-off, as the kubelet's
-// back-off does, so deleted pods leave nothing behind.
-func (p *Puller) gc(now time.Time) {
-	for k, b := range p.backoff {
-		if now.Sub(b.updated) > 2*backoffMax {
-			delete(p.backoff, k)
-		}
-	}
+	delete(p.lastErr, key)
 }

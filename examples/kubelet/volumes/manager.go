@@ -15,10 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
-
-	"github.com/nodekit/nodekit/lease"
 )
 
 // ErrInvalidConfig wraps every error New returns for a bad Config.
@@ -72,9 +71,11 @@ type Manager struct {
 	// images holds the runtime's reference of each image volume, by pod
 	// and volume name.
 	images map[types.UID]map[string]string
-	// failures counts, per pod, the SetUpPod calls in a row that left a
-	// volume never set up: the exponent of the pod's retry delay.
-	failures map[types.UID]int
+	// retry is each pod's mount retry delay after SetUpPod calls in a
+	// row that left a volume never set up: doubling, capped, on the
+	// manager's clock (client-go's keyed back-off; "Fake" in its
+	// constructor's name only means the clock is the caller's).
+	retry *flowcontrol.Backoff
 }
 
 // The retry delays of a pod whose volume could not be set up: from 500ms
@@ -133,7 +134,7 @@ func New(cfg Config) (*Manager, error) {
 		cfg.Allocatable = func() v1.ResourceList { return nil }
 	}
 	return &Manager{cfg: cfg, ready: map[types.UID]map[string]bool{}, images: map[types.UID]map[string]string{},
-		failures: map[types.UID]int{}, tokens: newTokenCache(cfg.Client, cfg.Clock)}, nil
+		retry: flowcontrol.NewFakeBackOff(mountRetryInitial, mountRetryMax, cfg.Clock), tokens: newTokenCache(cfg.Client, cfg.Clock)}, nil
 }
 
 // Objects reads configMaps and secrets; objects.Cache is one.
@@ -242,11 +243,11 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *v1.Pod) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(errs) == 0 {
-		delete(m.failures, pod.UID)
+		m.retry.DeleteEntry(string(pod.UID))
 		return nil
 	}
-	m.failures[pod.UID]++
-	return &MountError{Err: errors.Join(errs...), Delay: lease.Backoff(m.failures[pod.UID], mountRetryInitial, mountRetryMax)}
+	m.retry.Next(string(pod.UID), m.cfg.Clock.Now())
+	return &MountError{Err: errors.Join(errs...), Delay: m.retry.Get(string(pod.UID))}
 }
 
 func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, v *v1.Volume) error {
@@ -545,7 +546,7 @@ func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
 	m.mu.Lock()
 	delete(m.ready, uid)
 	delete(m.images, uid)
-	delete(m.failures, uid)
+	m.retry.DeleteEntry(string(uid))
 	m.mu.Unlock()
 	klog.FromContext(ctx).V(3).Info("Pod volumes torn down", "podUID", uid)
 	return nil

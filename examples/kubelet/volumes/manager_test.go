@@ -484,8 +484,5 @@ func TestMountFailureRetriesSoonThenBacksOff(t *testing.T) {
 		10 * time.Second, 10 * time.Second}, delays, "doubling, capped at the pod workers' back-off")
 
 	require.NoError(t, e.setUp(ctx, pod))
-	e.m.mu.Lock()
-	_, counted := e.m.failures[pod.UID]
-	e.m.mu.Unlock()
-	assert.False(t, counted, "a success starts the delays over")
+	assert.Zero(t, e.m.retry.Get(string(pod.UID)), "a success starts the delays over")
 }
