@@ -53,7 +53,7 @@ func printNode(s snapshot) {
 }
 
 func printPods(s snapshot) {
-	fmt.Printf("%-24s %-10s %-6s %-9s %-11s %s\n", "POD", "PHASE", "READY", "RESTARTS", "IP", "STATE")
+	fmt.Printf("%-31s %-10s %-6s %-9s %-11s %s\n", "POD", "PHASE", "READY", "RESTARTS", "IP", "STATE")
 	for _, p := range s.pods {
 		ready, restarts, state := 0, int32(0), ""
 		for _, cs := range p.Status.ContainerStatuses {
@@ -70,7 +70,7 @@ func printPods(s snapshot) {
 		if _, ok := p.Annotations[syncloop.ConfigMirrorAnnotationKey]; ok {
 			name += " (mirror)"
 		}
-		fmt.Printf("%-24s %-10s %d/%-4d %-9d %-11s %s\n", name, p.Status.Phase, ready, len(p.Spec.Containers), restarts, p.Status.PodIP, state)
+		fmt.Printf("%-31s %-10s %d/%-4d %-9d %-11s %s\n", name, p.Status.Phase, ready, len(p.Spec.Containers), restarts, p.Status.PodIP, state)
 	}
 }
 
