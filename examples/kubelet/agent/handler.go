@@ -129,6 +129,15 @@ func (a *Agent) HandlePodCleanups(ctx context.Context) error {
 			a.ensureMirror(ctx, p) // retried until the Node exists to own it
 		}
 	}
+	if a.client != nil {
+		for _, mirror := range a.pods.OrphanedMirrors() {
+			// Its static pod is gone; once that pod has stopped (its final
+			// status goes to the mirror), the mirror goes too.
+			if !a.workers.IsPodForMirrorPodTerminatingByFullName(kubetypes.FullName(mirror)) {
+				a.deleteMirror(ctx, mirror)
+			}
+		}
+	}
 	a.probes.CleanupPods(desiredSet)
 	a.statusMgr.RemoveOrphans(func(uid types.UID) bool {
 		_, k := known[uid]
@@ -227,11 +236,24 @@ func (a *Agent) mirrorOf(pod *v1.Pod) *v1.Pod {
 	return a.pods.MirrorOf(pod)
 }
 
-// ensureMirror creates the API-visible mirror of a static pod: same name
-// and spec, the mirror annotation, owned by the Node.
+// ensureMirror keeps the API-visible mirror of a static pod: same name
+// and spec, the mirror annotation (the static pod's config hash), owned by
+// the Node. A mirror of another version of the pod (the manifest was
+// edited: a new hash) or one being deleted is deleted first, as the
+// kubelet does, and made again.
 func (a *Agent) ensureMirror(ctx context.Context, pod *v1.Pod) {
-	if a.client == nil || a.mirrorOf(pod) != nil || a.nodeStatus.Node() == nil {
+	if a.client == nil || a.nodeStatus.Node() == nil {
 		return
+	}
+	if old := a.mirrorOf(pod); old != nil {
+		if old.DeletionTimestamp == nil && kubetypes.IsMirrorOf(old, pod) {
+			return
+		}
+		// The previous version's final status goes to its mirror: wait
+		// until it stopped (static pods of one full name run one at a time).
+		if a.workers.IsPodForMirrorPodTerminatingByFullName(kubetypes.FullName(pod)) || !a.deleteMirror(ctx, old) {
+			return
+		}
 	}
 	m := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, Labels: pod.Labels,
 		Annotations: map[string]string{}}, Spec: *pod.Spec.DeepCopy()}
@@ -250,4 +272,20 @@ func (a *Agent) ensureMirror(ctx context.Context, pod *v1.Pod) {
 	default:
 		klog.FromContext(ctx).Error(err, "Failed creating a mirror pod", "pod", klog.KObj(pod))
 	}
+}
+
+// deleteMirror deletes a mirror pod at once (grace period 0, only that
+// instance: a UID precondition) and forgets it; false if the API server
+// refused.
+func (a *Agent) deleteMirror(ctx context.Context, mirror *v1.Pod) bool {
+	zero := int64(0)
+	err := a.client.CoreV1().Pods(mirror.Namespace).Delete(ctx, mirror.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero,
+		Preconditions: &metav1.Preconditions{UID: &mirror.UID}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		klog.FromContext(ctx).Error(err, "Failed deleting a mirror pod", "pod", klog.KObj(mirror))
+		return false
+	}
+	klog.FromContext(ctx).V(2).Info("Deleted mirror pod", "pod", klog.KObj(mirror), "uid", mirror.UID)
+	a.pods.RemoveMirror(mirror)
+	return true
 }

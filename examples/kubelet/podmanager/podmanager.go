@@ -124,11 +124,35 @@ func (m *Manager) SetMirror(mirror *v1.Pod) {
 	m.mirrors[kubetypes.FullName(mirror)] = mirror
 }
 
-// RemoveMirror forgets a mirror pod.
+// RemoveMirror forgets a mirror pod, unless another mirror (another UID)
+// has replaced it under its full name.
 func (m *Manager) RemoveMirror(mirror *v1.Pod) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.mirrors, kubetypes.FullName(mirror))
+	name := kubetypes.FullName(mirror)
+	if cur, ok := m.mirrors[name]; ok && (mirror.UID == "" || cur.UID == mirror.UID) {
+		delete(m.mirrors, name)
+	}
+}
+
+// OrphanedMirrors returns the mirror pods whose static pod the manager
+// does not hold (its manifest was removed): the kubelet deletes them.
+func (m *Manager) OrphanedMirrors() []*v1.Pod {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	static := make(map[string]bool, len(m.mirrors))
+	for _, p := range m.byUID {
+		if kubetypes.IsStatic(p) {
+			static[kubetypes.FullName(p)] = true
+		}
+	}
+	var out []*v1.Pod
+	for name, mirror := range m.mirrors {
+		if !static[name] {
+			out = append(out, mirror)
+		}
+	}
+	return out
 }
 
 // MirrorOf returns the mirror pod recorded for pod's full name, nil

@@ -63,4 +63,16 @@ func TestManager(t *testing.T) {
 	m.RemoveMirror(mirror)
 	assert.Nil(t, m.MirrorOf(static))
 	assert.Equal(t, "etcd-node_ns", kubetypes.FullName(static))
+
+	// A mirror replaced under its full name is not forgotten with the old.
+	newer := pod("m2", "etcd-node", 3, v1.PodRunning)
+	m.SetMirror(newer)
+	m.RemoveMirror(mirror)
+	assert.Same(t, newer, m.MirrorOf(static))
+
+	// Orphans: mirrors without a static pod of their full name.
+	assert.Equal(t, []*v1.Pod{newer}, m.OrphanedMirrors(), "no static pod etcd-node held")
+	static.Annotations = map[string]string{kubetypes.ConfigSourceAnnotationKey: kubetypes.FileSource}
+	m.Set(static)
+	assert.Empty(t, m.OrphanedMirrors())
 }
