@@ -18,7 +18,7 @@ import (
 	remote "k8s.io/cri-client/pkg"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/nodekit/nodekit/internal/crisim"
+	"github.com/nodekit/nodekit/crisim"
 )
 
 func meminfo(t *testing.T, key string) uint64 {

@@ -14,7 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodekit/nodekit/internal/clockctx"
+	"github.com/nodekit/nodekit/clockctx"
 )
 
 // ErrRenewInProgress is returned by Renew when a renewal of the same name is

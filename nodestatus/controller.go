@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/nodekit/nodekit/internal/clockctx"
+	"github.com/nodekit/nodekit/clockctx"
 	"github.com/nodekit/nodekit/internal/parking"
 )
 

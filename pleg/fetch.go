@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/nodekit/nodekit/internal/clockctx"
+	"github.com/nodekit/nodekit/clockctx"
 )
 
 // fetchJob is one status call: a sandbox or a container of a pod.

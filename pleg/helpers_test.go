@@ -17,7 +17,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodekit/nodekit/containerid"
-	"github.com/nodekit/nodekit/internal/crisim"
+	"github.com/nodekit/nodekit/crisim"
 )
 
 const (

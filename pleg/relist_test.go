@@ -12,7 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodekit/nodekit/containerid"
-	"github.com/nodekit/nodekit/internal/crisim"
+	"github.com/nodekit/nodekit/crisim"
 )
 
 // TestRelistTransitions walks one pod through every transition a runtime

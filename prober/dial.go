@@ -10,7 +10,7 @@ import (
 
 	"k8s.io/utils/clock"
 
-	"github.com/nodekit/nodekit/internal/clockctx"
+	"github.com/nodekit/nodekit/clockctx"
 )
 
 // aLongTimeAgo is a deadline in the past: setting it aborts pending I/O.

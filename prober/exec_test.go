@@ -11,7 +11,7 @@ import (
 	remote "k8s.io/cri-client/pkg"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/nodekit/nodekit/internal/crisim"
+	"github.com/nodekit/nodekit/crisim"
 )
 
 const appImage = "example.com/app:v1"

@@ -10,7 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/nodekit/nodekit/internal/crisim"
+	"github.com/nodekit/nodekit/crisim"
 )
 
 // TestManagerExecThroughCRI runs exec liveness probes through the Manager,

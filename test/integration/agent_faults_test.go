@@ -11,8 +11,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodekit/nodekit/crisim"
 	"github.com/nodekit/nodekit/examples/kubelet/agent"
-	"github.com/nodekit/nodekit/internal/crisim"
 )
 
 // TestReferenceAgentRuntimeFaultsMidPlan fails the runtime in the middle

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
-	"github.com/nodekit/nodekit/internal/crisim"
+	"github.com/nodekit/nodekit/crisim"
 )
 
 // TestReferenceAgentLifecycle drives the container lifecycle features

@@ -15,8 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nodekit/nodekit/crisim"
 	"github.com/nodekit/nodekit/examples/kubelet/agent"
-	"github.com/nodekit/nodekit/internal/crisim"
 )
 
 func podCondition(p *v1.Pod, t v1.PodConditionType) *v1.PodCondition {

@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodekit/nodekit/crisim"
 	"github.com/nodekit/nodekit/examples/kubelet/agent"
-	"github.com/nodekit/nodekit/internal/crisim"
 )
 
 // runAgent runs the reference agent for node against the harness, on sim,

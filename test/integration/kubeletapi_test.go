@@ -32,8 +32,8 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodekit/nodekit/crisim"
 	"github.com/nodekit/nodekit/examples/kubelet/agent"
-	"github.com/nodekit/nodekit/internal/crisim"
 )
 
 // TestKubeletAPIThroughAPIServer runs the reference agent with its kubelet

@@ -17,7 +17,7 @@ import (
 	upstreampleg "k8s.io/kubernetes/pkg/kubelet/pleg"
 	"k8s.io/utils/clock"
 
-	"github.com/nodekit/nodekit/internal/crisim"
+	"github.com/nodekit/nodekit/crisim"
 	"github.com/nodekit/nodekit/pleg"
 )
 

@@ -28,6 +28,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodekit/nodekit/containerid"
+	"github.com/nodekit/nodekit/crisim"
 	"github.com/nodekit/nodekit/eviction"
 	"github.com/nodekit/nodekit/examples/kubelet/admission"
 	"github.com/nodekit/nodekit/examples/kubelet/allocation"
@@ -40,7 +41,6 @@ import (
 	"github.com/nodekit/nodekit/examples/kubelet/podnet"
 	podstatus "github.com/nodekit/nodekit/examples/kubelet/status"
 	"github.com/nodekit/nodekit/examples/kubelet/volumes"
-	"github.com/nodekit/nodekit/internal/crisim"
 	"github.com/nodekit/nodekit/kubeletapi"
 	"github.com/nodekit/nodekit/lease"
 	"github.com/nodekit/nodekit/nodestatus"

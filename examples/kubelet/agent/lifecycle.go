@@ -20,7 +20,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/nodekit/nodekit/internal/clockctx"
+	"github.com/nodekit/nodekit/clockctx"
 	"github.com/nodekit/nodekit/kubetypes"
 )
 

@@ -32,8 +32,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nodekit/nodekit/crisim"
 	"github.com/nodekit/nodekit/examples/kubelet/agent"
-	"github.com/nodekit/nodekit/internal/crisim"
 	"github.com/nodekit/nodekit/test/apiserver"
 )
 

@@ -10,7 +10,9 @@ import (
 )
 
 // WithTimeout is context.WithTimeout on c: the returned context ends d
-// after the call (with cause context.DeadlineExceeded), or when parent ends.
+// after the call, or when parent ends. Unlike context.WithTimeout's, its
+// Err on expiry is context.Canceled: read context.Cause, which is
+// context.DeadlineExceeded.
 // With a clock that has AfterFunc no goroutine is used.
 func WithTimeout(parent context.Context, c clock.WithTicker, d time.Duration) (context.Context, context.CancelFunc) {
 	return WithTimeoutCause(parent, c, d, context.DeadlineExceeded)
