@@ -4,6 +4,7 @@ package clockctx
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -39,9 +40,12 @@ func WithTimeoutCause(parent context.Context, c clock.WithTicker, d time.Duratio
 		case <-done:
 		}
 	}()
+	var once sync.Once
 	return ctx, func() {
-		t.Stop()
-		close(done)
+		once.Do(func() {
+			t.Stop()
+			close(done)
+		})
 		cancel(context.Canceled)
 	}
 }

@@ -245,16 +245,21 @@ func withAuth(nodeName string, authn authenticator.Request, authz authorizer.Aut
 }
 
 // refuse answers a request that will not be served. A request with a body
-// also gets "Connection: close": net/http would otherwise read what is
-// left of the body before answering, so that the connection can be
-// reused, and a client trickling its body would hold the connection
-// without ever hearing no.
+// also gets "Connection: close" and a read deadline in the past: net/http
+// would otherwise read what is left of the body (up to 256 KiB, before
+// answering or after), so that the connection can be reused, and a client
+// trickling its body would hold the connection and a goroutine without
+// ever hearing no.
 func refuse(w http.ResponseWriter, r *http.Request, msg string, code int) {
 	if r.ContentLength != 0 {
 		w.Header().Set("Connection", "close")
+		_ = http.NewResponseController(w).SetReadDeadline(aLongTimeAgo) // not every ResponseWriter can (tests' recorders)
 	}
 	http.Error(w, msg, code)
 }
+
+// aLongTimeAgo is a deadline in the past: setting it ends pending reads.
+var aLongTimeAgo = time.Unix(1, 0)
 
 type userKey struct{}
 

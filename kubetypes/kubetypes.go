@@ -40,9 +40,13 @@ func IsMirror(pod *v1.Pod) bool {
 	return ok
 }
 
-// IsMirrorOf reports whether mirror is the mirror pod of static: its
-// mirror annotation holds the static pod's config hash.
+// IsMirrorOf reports whether mirror is the mirror pod of static: the same
+// name and namespace, and its mirror annotation holds the static pod's
+// config hash.
 func IsMirrorOf(mirror, static *v1.Pod) bool {
+	if mirror.Name != static.Name || mirror.Namespace != static.Namespace {
+		return false
+	}
 	hash, ok := mirror.Annotations[ConfigMirrorAnnotationKey]
 	return ok && hash == static.Annotations[ConfigHashAnnotationKey]
 }

@@ -40,6 +40,9 @@ func TestPredicates(t *testing.T) {
 	require.True(t, kubetypes.IsMirrorOf(withAnnotations(kubetypes.ConfigMirrorAnnotationKey, "h1"), static))
 	require.False(t, kubetypes.IsMirrorOf(withAnnotations(kubetypes.ConfigMirrorAnnotationKey, "h2"), static))
 	require.False(t, kubetypes.IsMirrorOf(withAnnotations(), static))
+	other := withAnnotations(kubetypes.ConfigMirrorAnnotationKey, "h1")
+	other.Name = "other"
+	require.False(t, kubetypes.IsMirrorOf(other, static), "another pod's name")
 
 	require.True(t, kubetypes.IsSidecar(&v1.Container{RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways)}))
 	require.False(t, kubetypes.IsSidecar(&v1.Container{}))

@@ -106,7 +106,7 @@ func TestInvalidManifestsNameTheField(t *testing.T) {
 		{"mount of no volume", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i, volumeMounts: [{name: v, mountPath: /v}]}]}\n", "spec.containers[0].volumeMounts[0].name: Not found"},
 		{"subPath up", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i, volumeMounts: [{name: v, mountPath: /v, subPath: a/../../b}]}], volumes: [{name: v, emptyDir: {}}]}\n", "subPath: Invalid value"},
 		{"subPath absolute", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i, volumeMounts: [{name: v, mountPath: /v, subPath: /etc}]}], volumes: [{name: v, emptyDir: {}}]}\n", "must be a relative path"},
-		{"ephemeral container name", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}], ephemeralContainers: [{name: ../d, image: i}]}\n", "spec.ephemeralContainers[0].name: Invalid value"},
+		{"ephemeral container name", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}], ephemeralContainers: [{name: ../d, image: i}]}\n", "spec.ephemeralContainers: Forbidden: cannot be set on create"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -37,10 +37,10 @@ func validateStaticPod(pod *v1.Pod) field.ErrorList {
 	names := sets.New[string]()
 	errs = append(errs, validateContainers(pod.Spec.InitContainers, spec.Child("initContainers"), names, volumes)...)
 	errs = append(errs, validateContainers(pod.Spec.Containers, spec.Child("containers"), names, volumes)...)
-	for i, e := range pod.Spec.EphemeralContainers {
-		p := spec.Child("ephemeralContainers").Index(i)
-		errs = append(errs, validateName(e.Name, p.Child("name"), names)...)
-		errs = append(errs, validateMounts(e.VolumeMounts, p.Child("volumeMounts"), volumes)...)
+	if len(pod.Spec.EphemeralContainers) > 0 {
+		// As upstream's ValidatePodCreate: they are added through the
+		// API's ephemeralcontainers subresource, never created with a pod.
+		errs = append(errs, field.Forbidden(spec.Child("ephemeralContainers"), "cannot be set on create"))
 	}
 	switch pod.Spec.RestartPolicy {
 	case v1.RestartPolicyAlways, v1.RestartPolicyOnFailure, v1.RestartPolicyNever:

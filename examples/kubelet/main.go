@@ -43,7 +43,9 @@ func main() {
 	}
 }
 
-func run() error {
+// parseFlags turns the command line into agent options (flag.ErrHelp for
+// --help). It starts nothing.
+func parseFlags(args []string) (agent.Options, error) {
 	fs := flag.NewFlagSet("kubelet", flag.ContinueOnError)
 	var (
 		opts         agent.Options
@@ -69,7 +71,7 @@ func run() error {
 	fs.StringVar(&opts.TLSKeyFile, "tls-private-key-file", "", "key of --tls-cert-file")
 	fs.StringVar(&opts.ClientCAFile, "client-ca-file", "", "CA bundle that authenticates client certificates on the kubelet API")
 	fs.BoolVar(&opts.TokenWebhook, "authentication-token-webhook", true, "authenticate bearer tokens with TokenReview (cluster mode)")
-	fs.BoolVar(&opts.AnonymousAuth, "anonymous-auth", false, "admit unauthenticated kubelet API requests as system:anonymous (standalone: only on a loopback --address)")
+	fs.BoolVar(&opts.AnonymousAuth, "anonymous-auth", false, "admit unauthenticated kubelet API requests as system:anonymous (with AlwaysAllow authorization: only on a loopback --address)")
 	fs.StringVar(&opts.AuthorizationMode, "authorization-mode", "", "kubelet API authorization: Webhook (SubjectAccessReview; needs --kubeconfig) or AlwaysAllow (every authenticated client may do anything) (default: Webhook with a kubeconfig, AlwaysAllow without)")
 	fs.Func("cluster-dns", "comma-separated cluster DNS server IPs for dnsPolicy ClusterFirst", func(v string) error {
 		opts.ClusterDNS = append(opts.ClusterDNS, strings.Split(v, ",")...)
@@ -101,14 +103,11 @@ func run() error {
 	klog.InitFlags(klogFlags)
 	fs.Var(klogFlags.Lookup("v").Value, "v", "log verbosity")
 	fs.Usage = func() { usage(fs) }
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return err
+	if err := fs.Parse(args); err != nil {
+		return opts, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return opts, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	opts.DisableCgroupsPerQOS = !cgroupsPerQOS
 	switch {
@@ -122,19 +121,19 @@ func run() error {
 	if kubeconfig != "" {
 		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 		if err != nil {
-			return fmt.Errorf("--kubeconfig: %w", err)
+			return opts, fmt.Errorf("--kubeconfig: %w", err)
 		}
 		opts.Kube = rest.CopyConfig(cfg)
 		if apiQPS <= 0 || apiBurst <= 0 {
-			return fmt.Errorf("--kube-api-qps %g and --kube-api-burst %d must be positive", apiQPS, apiBurst)
+			return opts, fmt.Errorf("--kube-api-qps %g and --kube-api-burst %d must be positive", apiQPS, apiBurst)
 		}
 		opts.Kube.QPS, opts.Kube.Burst = float32(apiQPS), apiBurst
 	}
 	if port < 0 || port > 65535 {
-		return fmt.Errorf("--port %d out of range", port)
+		return opts, fmt.Errorf("--port %d out of range", port)
 	}
 	if readOnlyPort < 0 || readOnlyPort > 65535 {
-		return fmt.Errorf("--read-only-port %d out of range", readOnlyPort)
+		return opts, fmt.Errorf("--read-only-port %d out of range", readOnlyPort)
 	}
 	if readOnlyPort > 0 {
 		opts.ReadOnlyAddr = net.JoinHostPort(address, strconv.Itoa(readOnlyPort))
@@ -151,6 +150,17 @@ func run() error {
 		fmt.Fprintln(os.Stderr, "kubelet API off: standalone without --client-ca-file or --anonymous-auth has no way to authenticate")
 	default:
 		opts.APIAddr = net.JoinHostPort(address, strconv.Itoa(port))
+	}
+	return opts, nil
+}
+
+func run() error {
+	opts, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
 	}
 	embedded := opts.Kube == nil && opts.PodManifestPath == "" && opts.ManifestURL == ""
 	if embedded {
@@ -237,13 +247,13 @@ func modeLine(o agent.Options, embedded bool) string {
 	}
 	line := fmt.Sprintf("node %s: %s; containers on %s; %s", o.NodeName, pods, runtime, api)
 	switch {
-	case embedded && o.APIAddr != "":
+	case embedded && o.APIAddr != "" && o.AnonymousAuth:
 		host, port, _ := net.SplitHostPort(o.APIAddr)
 		if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
 			host = "127.0.0.1"
 		}
 		line += fmt.Sprintf("\ntry: curl -sk https://%s/containerLogs/default/web-%s/nginx", net.JoinHostPort(host, port), strings.ToLower(o.NodeName))
-	case embedded:
+	case embedded && o.APIAddr == "":
 		line += "\ntry: --anonymous-auth --address 127.0.0.1 to serve the kubelet API (logs, exec, pods) on loopback"
 	}
 	return line

@@ -114,18 +114,22 @@ func run(dir string, duration time.Duration) error {
 	if _, err := gen.Relist(ctx); err != nil { // healthy before the loops start
 		return err
 	}
+	// The first loop to fail stops the others.
+	ctx, stopAll := context.WithCancelCause(ctx)
+	defer stopAll(nil)
 	var wg sync.WaitGroup
-	errs := make(chan error, 3)
 	for _, run := range []func(context.Context) error{gen.Run, workers.Run, loop.Run} {
-		wg.Go(func() { errs <- run(ctx) })
+		wg.Go(func() {
+			if err := run(ctx); err != nil {
+				stopAll(err)
+			}
+		})
 	}
 	wg.Wait()
-	close(errs)
-	var all []error
-	for err := range errs {
-		all = append(all, err)
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return err
 	}
-	return errors.Join(all...)
+	return nil
 }
 
 // handler maps the sync loop's operations onto pod workers, as the

@@ -269,6 +269,7 @@ func (a *Agent) ensureMirror(ctx context.Context, pod *v1.Pod) {
 	case err == nil:
 		a.setMirror(created)
 	case apierrors.IsAlreadyExists(err):
+		klog.FromContext(ctx).V(2).Info("Mirror pod exists already; waiting for it to be seen", "pod", klog.KObj(pod))
 	default:
 		klog.FromContext(ctx).Error(err, "Failed creating a mirror pod", "pod", klog.KObj(pod))
 	}
@@ -276,12 +277,13 @@ func (a *Agent) ensureMirror(ctx context.Context, pod *v1.Pod) {
 
 // deleteMirror deletes a mirror pod at once (grace period 0, only that
 // instance: a UID precondition) and forgets it; false if the API server
-// refused.
+// refused, or if another mirror replaced it (a conflict: its informer
+// update will tell).
 func (a *Agent) deleteMirror(ctx context.Context, mirror *v1.Pod) bool {
 	zero := int64(0)
 	err := a.client.CoreV1().Pods(mirror.Namespace).Delete(ctx, mirror.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero,
 		Preconditions: &metav1.Preconditions{UID: &mirror.UID}})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+	if err != nil && !apierrors.IsNotFound(err) {
 		klog.FromContext(ctx).Error(err, "Failed deleting a mirror pod", "pod", klog.KObj(mirror))
 		return false
 	}

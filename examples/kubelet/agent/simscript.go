@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -24,9 +25,20 @@ const AnnotationSimPrefix = "sim.nodekit.io/"
 // real runtime.
 const AnnotationSimLogsPrefix = "logs.sim.nodekit.io/"
 
-// simScripter turns pod annotations into crisim scripts.
+// simScripter turns pod annotations into crisim scripts, once per pod UID
+// and container (the simulator keeps its rules; a restart needs none).
 func simScripter(sim *crisim.Sim) func(pod *v1.Pod, c *v1.Container) {
+	var mu sync.Mutex
+	done := map[string]bool{}
 	return func(pod *v1.Pod, c *v1.Container) {
+		key := string(pod.UID) + "/" + c.Name
+		mu.Lock()
+		first := !done[key]
+		done[key] = true
+		mu.Unlock()
+		if !first {
+			return
+		}
 		if text, ok := pod.Annotations[AnnotationSimLogsPrefix+c.Name]; ok {
 			sim.ScriptLogs(crisim.Match{Pod: pod.Name, Namespace: pod.Namespace, Container: c.Name},
 				strings.Split(strings.TrimRight(text, "\n"), "\n")...)

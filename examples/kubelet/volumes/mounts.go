@@ -2,6 +2,7 @@ package volumes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -17,6 +18,10 @@ import (
 // for subPathExpr. configMap, secret, downwardAPI and projected volumes are
 // always read-only, as on the kubelet.
 func (m *Manager) ContainerMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, vars map[string]string) ([]*runtimeapi.Mount, error) {
+	// Both name directories of subPath binds (volume-subpaths/<volume>/<container>).
+	if err := errors.Join(checkName("pod UID", string(pod.UID)), checkName("container", c.Name)); err != nil {
+		return nil, err
+	}
 	out := make([]*runtimeapi.Mount, 0, len(c.VolumeMounts))
 	for i, vm := range c.VolumeMounts {
 		idx := slices.IndexFunc(pod.Spec.Volumes, func(v v1.Volume) bool { return v.Name == vm.Name })
