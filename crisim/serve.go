@@ -24,7 +24,7 @@ const maxSocketPath = 107
 // that stops serving: it ends event streams and pending waits (latency,
 // StopContainer, ExecSync), stops the streaming server of Exec, Attach and
 // PortForward (if an RPC started it) with its sessions, stops the gRPC
-// server gracefully, forces it after Config.ShutdownGrace, and returns once
+// server gracefully, forces it after Config.ShutdownGrace (on Config.Clock), and returns once
 // every server goroutine has exited. stop is idempotent. Containers keep
 // their state and timers; the Sim may be served again.
 func (s *Sim) ListenAndServe(socketPath string) (endpoint string, stop func(), err error) {
@@ -63,25 +63,26 @@ func (s *Sim) ListenAndServe(socketPath string) (endpoint string, stop func(), e
 		once.Do(func() {
 			cancel()
 			stream.stop()
-			shutdown(srv, s.cfg.ShutdownGrace)
+			s.shutdown(srv, s.cfg.ShutdownGrace)
 			<-served
 		})
 	}
 	return "unix://" + socketPath, stop, nil
 }
 
-// shutdown stops srv gracefully, or forcibly once grace has elapsed.
-func shutdown(srv *grpc.Server, grace time.Duration) {
+// shutdown stops srv gracefully, or forcibly once grace has elapsed on
+// the injected clock.
+func (s *Sim) shutdown(srv *grpc.Server, grace time.Duration) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		srv.GracefulStop()
 	}()
-	t := time.NewTimer(grace)
+	t := s.clock.NewTimer(grace)
 	defer t.Stop()
 	select {
 	case <-done:
-	case <-t.C:
+	case <-t.C():
 		srv.Stop()
 		<-done
 	}
