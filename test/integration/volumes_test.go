@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodekit/nodekit/examples/kubelet/objects"
-	"github.com/nodekit/nodekit/examples/kubelet/volumes"
+	"github.com/nodekit/nodekit/objects"
+	"github.com/nodekit/nodekit/volumes"
 )
 
 // TestVolumesAsNodeIdentity runs the reference agent's volume manager as

@@ -30,17 +30,17 @@ import (
 	"github.com/nodekit/nodekit/containerid"
 	"github.com/nodekit/nodekit/crisim"
 	"github.com/nodekit/nodekit/eviction"
-	"github.com/nodekit/nodekit/examples/kubelet/admission"
-	"github.com/nodekit/nodekit/examples/kubelet/allocation"
-	"github.com/nodekit/nodekit/examples/kubelet/cgroups"
-	"github.com/nodekit/nodekit/examples/kubelet/containergc"
-	"github.com/nodekit/nodekit/examples/kubelet/env"
-	"github.com/nodekit/nodekit/examples/kubelet/images"
-	"github.com/nodekit/nodekit/examples/kubelet/objects"
-	"github.com/nodekit/nodekit/examples/kubelet/podmanager"
-	"github.com/nodekit/nodekit/examples/kubelet/podnet"
-	podstatus "github.com/nodekit/nodekit/examples/kubelet/status"
-	"github.com/nodekit/nodekit/examples/kubelet/volumes"
+	"github.com/nodekit/nodekit/admission"
+	"github.com/nodekit/nodekit/allocation"
+	"github.com/nodekit/nodekit/cgroups"
+	"github.com/nodekit/nodekit/containergc"
+	"github.com/nodekit/nodekit/podenv"
+	"github.com/nodekit/nodekit/podsyncer/images"
+	"github.com/nodekit/nodekit/objects"
+	"github.com/nodekit/nodekit/podmanager"
+	"github.com/nodekit/nodekit/podsyncer/podnet"
+	"github.com/nodekit/nodekit/podstatus"
+	"github.com/nodekit/nodekit/volumes"
 	"github.com/nodekit/nodekit/kubeletapi"
 	"github.com/nodekit/nodekit/lease"
 	"github.com/nodekit/nodekit/nodestatus"
@@ -316,12 +316,12 @@ func (a *Agent) build(ctx context.Context) error {
 }
 
 // envPod is what containers' environments need from the node.
-func (a *Agent) envPod(pod *v1.Pod, podIPs []string) env.Pod {
+func (a *Agent) envPod(pod *v1.Pod, podIPs []string) podenv.Pod {
 	hostIPs := a.hostIPs()
 	if pod.Spec.HostNetwork {
 		podIPs = hostIPs
 	}
-	p := env.Pod{Pod: pod, HostIPs: hostIPs, PodIPs: podIPs, Allocatable: a.allocatable()}
+	p := podenv.Pod{Pod: pod, HostIPs: hostIPs, PodIPs: podIPs, Allocatable: a.allocatable()}
 	if a.services != nil {
 		p.Services = func() ([]*v1.Service, error) {
 			var out []*v1.Service

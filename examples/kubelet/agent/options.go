@@ -15,8 +15,8 @@ import (
 
 	"github.com/nodekit/nodekit/crisim"
 	"github.com/nodekit/nodekit/eviction"
-	"github.com/nodekit/nodekit/examples/kubelet/admission"
-	"github.com/nodekit/nodekit/examples/kubelet/cgroups"
+	"github.com/nodekit/nodekit/admission"
+	"github.com/nodekit/nodekit/cgroups"
 	"github.com/nodekit/nodekit/kubeletapi"
 )
 

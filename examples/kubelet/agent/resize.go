@@ -8,8 +8,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/nodekit/nodekit/examples/kubelet/allocation"
-	"github.com/nodekit/nodekit/examples/kubelet/cgroups"
+	"github.com/nodekit/nodekit/allocation"
+	"github.com/nodekit/nodekit/cgroups"
 	"github.com/nodekit/nodekit/kubetypes"
 )
 

@@ -14,7 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/nodekit/nodekit/examples/kubelet/cgroups"
+	"github.com/nodekit/nodekit/cgroups"
 )
 
 func reqs(kv ...string) v1.ResourceList {

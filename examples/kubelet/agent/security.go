@@ -12,7 +12,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/nodekit/nodekit/examples/kubelet/cgroups"
+	"github.com/nodekit/nodekit/cgroups"
 )
 
 // Paths of /proc and /sys a container sees masked or read-only unless its

@@ -12,10 +12,10 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/nodekit/nodekit/examples/kubelet/allocation"
-	"github.com/nodekit/nodekit/examples/kubelet/cgroups"
-	"github.com/nodekit/nodekit/examples/kubelet/podplan"
-	podstatus "github.com/nodekit/nodekit/examples/kubelet/status"
+	"github.com/nodekit/nodekit/allocation"
+	"github.com/nodekit/nodekit/cgroups"
+	"github.com/nodekit/nodekit/podsyncer/podplan"
+	"github.com/nodekit/nodekit/podstatus"
 	"github.com/nodekit/nodekit/kubetypes"
 	"github.com/nodekit/nodekit/podworkers"
 )

@@ -15,7 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testclock "k8s.io/utils/clock/testing"
 
-	podstatus "github.com/nodekit/nodekit/examples/kubelet/status"
+	"github.com/nodekit/nodekit/podstatus"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/status")

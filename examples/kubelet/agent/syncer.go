@@ -19,14 +19,14 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/nodekit/nodekit/examples/kubelet/allocation"
-	"github.com/nodekit/nodekit/examples/kubelet/cgroups"
-	"github.com/nodekit/nodekit/examples/kubelet/env"
-	"github.com/nodekit/nodekit/examples/kubelet/images"
-	"github.com/nodekit/nodekit/examples/kubelet/objects"
-	"github.com/nodekit/nodekit/examples/kubelet/podnet"
-	"github.com/nodekit/nodekit/examples/kubelet/podplan"
-	"github.com/nodekit/nodekit/examples/kubelet/volumes"
+	"github.com/nodekit/nodekit/allocation"
+	"github.com/nodekit/nodekit/cgroups"
+	"github.com/nodekit/nodekit/podenv"
+	"github.com/nodekit/nodekit/podsyncer/images"
+	"github.com/nodekit/nodekit/objects"
+	"github.com/nodekit/nodekit/podsyncer/podnet"
+	"github.com/nodekit/nodekit/podsyncer/podplan"
+	"github.com/nodekit/nodekit/volumes"
 	"github.com/nodekit/nodekit/kubetypes"
 	"github.com/nodekit/nodekit/podworkers"
 )
@@ -95,7 +95,7 @@ type syncer struct {
 	objects *objects.Cache
 	// envPod gives what a container's environment depends on besides the
 	// pod: addresses, allocatable, services.
-	envPod func(pod *v1.Pod, podIPs []string) env.Pod
+	envPod func(pod *v1.Pod, podIPs []string) podenv.Pod
 	// net names the pod on the network: hostname, DNS, /etc/hosts.
 	net podnet.Config
 	// nodeHostsFile is the node's /etc/hosts, for host-network pods.
@@ -562,12 +562,12 @@ func (s *syncer) containerConfig(ctx context.Context, pod *v1.Pod, sb *runtimeap
 			}
 		}
 	}
-	ep := env.Pod{Pod: pod, PodIPs: podIPs, Objects: s.objectsOrNil(), Static: kubetypes.IsStatic(pod)}
+	ep := podenv.Pod{Pod: pod, PodIPs: podIPs, Objects: s.objectsOrNil(), Static: kubetypes.IsStatic(pod)}
 	if s.envPod != nil {
 		ep = s.envPod(pod, podIPs)
 		ep.Objects, ep.Static = s.objectsOrNil(), kubetypes.IsStatic(pod)
 	}
-	vars, err := env.Build(ctx, ep, c)
+	vars, err := podenv.Build(ctx, ep, c)
 	if err != nil {
 		return nil, err
 	}
@@ -609,8 +609,8 @@ func (s *syncer) containerConfig(ctx context.Context, pod *v1.Pod, sb *runtimeap
 	}
 	cfg.Linux.Resources = containerResources(c, qos, memCap)
 	cfg.Envs = keyValues(vars)
-	cfg.Command = env.ExpandAll(c.Command, vars)
-	cfg.Args = env.ExpandAll(c.Args, vars)
+	cfg.Command = podenv.ExpandAll(c.Command, vars)
+	cfg.Args = podenv.ExpandAll(c.Args, vars)
 	cfg.Mounts = mounts
 	return cfg, nil
 }
@@ -633,7 +633,7 @@ func (s *syncer) checkNonRoot(ctx context.Context, pod *v1.Pod, c *v1.Container)
 }
 
 // objectsOrNil keeps a nil cache a nil interface.
-func (s *syncer) objectsOrNil() env.Objects {
+func (s *syncer) objectsOrNil() podenv.Objects {
 	if s.objects == nil {
 		return nil
 	}

@@ -14,7 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodekit/nodekit/examples/kubelet/podplan"
+	"github.com/nodekit/nodekit/podsyncer/podplan"
 )
 
 func TestTerminationMessage(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/nodekit/nodekit/examples/kubelet/podplan"
+	"github.com/nodekit/nodekit/podsyncer/podplan"
 )
 
 func Example() {

@@ -25,7 +25,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/nodekit/nodekit/examples/kubelet/objects"
+	"github.com/nodekit/nodekit/objects"
 )
 
 // fakeMounter records mounts in memory.

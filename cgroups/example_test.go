@@ -6,7 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/nodekit/nodekit/examples/kubelet/cgroups"
+	"github.com/nodekit/nodekit/cgroups"
 )
 
 func ExamplePodResources() {

@@ -1,4 +1,4 @@
-package status_test
+package podstatus_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/nodekit/nodekit/examples/kubelet/status"
+	"github.com/nodekit/nodekit/podstatus"
 )
 
 // A status set by the agent is merged into the pod as the API server has
@@ -20,12 +20,12 @@ func Example() {
 		Status: v1.PodStatus{Phase: v1.PodPending, Conditions: []v1.PodCondition{
 			{Type: "example.com/lb", Status: v1.ConditionFalse}}}}
 	client := fake.NewClientset(pod)
-	m, err := status.New(status.Config{Client: client})
+	m, err := podstatus.New(podstatus.Config{Client: client})
 	if err != nil {
 		panic(err)
 	}
 	s := v1.PodStatus{Phase: v1.PodRunning}
-	containersReady, ready := status.ReadyConditions(pod, &s)
+	containersReady, ready := podstatus.ReadyConditions(pod, &s)
 	s.Conditions = []v1.PodCondition{containersReady, ready}
 	m.SetPodStatus(pod, s) // never blocks; Run (or Sync) writes it
 	if err := m.Sync(context.Background(), pod.UID); err != nil {

@@ -1,4 +1,4 @@
-// Package status is the reference agent's pod status manager, after the
+// Package podstatus is the reference agent's pod status manager, after the
 // kubelet's: one cache of the latest status per pod, set by whoever knows
 // something new (the pod syncer, the prober's readiness and startup results,
 // eviction, termination), and written to the API server by the manager's own
@@ -27,4 +27,4 @@
 //
 // ReadyConditions computes ContainersReady and Ready (with readiness gates
 // and upstream's messages); Merge is the pure merge used by the writer.
-package status
+package podstatus

@@ -1,4 +1,4 @@
-package env
+package podenv
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/nodekit/nodekit/examples/kubelet/downward"
+	"github.com/nodekit/nodekit/downward"
 )
 
 // Objects reads configMaps and secrets (the agent's objects.Cache).

@@ -10,7 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/nodekit/nodekit/examples/kubelet/env"
+	"github.com/nodekit/nodekit/podenv"
 )
 
 // ContainerMounts returns the CRI mounts of c's volumeMounts, in order,
@@ -95,7 +95,7 @@ func propagation(p *v1.MountPropagationMode) (runtimeapi.MountPropagation, error
 // reference to a variable that is unset or empty is an error.
 func expandSubPath(expr string, vars map[string]string) (string, error) {
 	var missing []string
-	out := env.Expand(expr, func(name string) (string, bool) {
+	out := podenv.Expand(expr, func(name string) (string, bool) {
 		v, ok := vars[name]
 		if !ok || v == "" {
 			missing = append(missing, name)

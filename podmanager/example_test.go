@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodekit/nodekit/examples/kubelet/podmanager"
+	"github.com/nodekit/nodekit/podmanager"
 	"github.com/nodekit/nodekit/kubetypes"
 )
 

@@ -9,7 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodekit/nodekit/examples/kubelet/volumes"
+	"github.com/nodekit/nodekit/volumes"
 )
 
 // A pod with a downward API volume: SetUpPod writes the files before the

@@ -9,7 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/nodekit/nodekit/examples/kubelet/downward"
+	"github.com/nodekit/nodekit/downward"
 )
 
 // defaultFileMode is the API's default for configMap, secret, downwardAPI

@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/nodekit/nodekit/examples/kubelet/containergc"
+	"github.com/nodekit/nodekit/containergc"
 )
 
 func ExampleSelect() {
