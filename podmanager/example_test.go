@@ -7,8 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodekit/nodekit/podmanager"
 	"github.com/nodekit/nodekit/kubetypes"
+	"github.com/nodekit/nodekit/podmanager"
 )
 
 func Example() {

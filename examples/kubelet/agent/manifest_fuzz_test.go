@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/nodekit/nodekit/volumes"
 	"github.com/nodekit/nodekit/syncloop"
+	"github.com/nodekit/nodekit/volumes"
 )
 
 // FuzzStaticManifestDirectories runs any manifest file through the path a

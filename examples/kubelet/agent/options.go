@@ -13,10 +13,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
-	"github.com/nodekit/nodekit/crisim"
-	"github.com/nodekit/nodekit/eviction"
 	"github.com/nodekit/nodekit/admission"
 	"github.com/nodekit/nodekit/cgroups"
+	"github.com/nodekit/nodekit/crisim"
+	"github.com/nodekit/nodekit/eviction"
 	"github.com/nodekit/nodekit/kubeletapi"
 )
 

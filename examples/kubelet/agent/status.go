@@ -14,9 +14,9 @@ import (
 
 	"github.com/nodekit/nodekit/allocation"
 	"github.com/nodekit/nodekit/cgroups"
-	"github.com/nodekit/nodekit/podsyncer/podplan"
-	"github.com/nodekit/nodekit/podstatus"
 	"github.com/nodekit/nodekit/kubetypes"
+	"github.com/nodekit/nodekit/podstatus"
+	"github.com/nodekit/nodekit/podsyncer/podplan"
 	"github.com/nodekit/nodekit/podworkers"
 )
 

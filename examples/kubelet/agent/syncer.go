@@ -21,14 +21,14 @@ import (
 
 	"github.com/nodekit/nodekit/allocation"
 	"github.com/nodekit/nodekit/cgroups"
+	"github.com/nodekit/nodekit/kubetypes"
+	"github.com/nodekit/nodekit/objects"
 	"github.com/nodekit/nodekit/podenv"
 	"github.com/nodekit/nodekit/podsyncer/images"
-	"github.com/nodekit/nodekit/objects"
 	"github.com/nodekit/nodekit/podsyncer/podnet"
 	"github.com/nodekit/nodekit/podsyncer/podplan"
-	"github.com/nodekit/nodekit/volumes"
-	"github.com/nodekit/nodekit/kubetypes"
 	"github.com/nodekit/nodekit/podworkers"
+	"github.com/nodekit/nodekit/volumes"
 )
 
 // CrashLoopBackOff bounds of the kubelet.
