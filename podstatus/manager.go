@@ -465,3 +465,13 @@ func patchStatus(ctx context.Context, client kubernetes.Interface, found *v1.Pod
 	}
 	return nil
 }
+
+// WithStatus returns a copy of pod carrying the latest status set for it
+// (the pod's own status if none yet): what the kubelet API's /pods shows.
+func (m *Manager) WithStatus(pod *v1.Pod) *v1.Pod {
+	p := pod.DeepCopy()
+	if s, ok := m.PodStatus(pod.UID); ok {
+		p.Status = s
+	}
+	return p
+}

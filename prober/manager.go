@@ -251,3 +251,24 @@ func (m *Manager) podStatus(uid types.UID) *podStatus {
 	defer m.mu.Unlock()
 	return m.pods[uid]
 }
+
+// ContainerState reports what the probes know of the running container
+// of pod with the given name and runtime ID (with or without its runtime
+// type), in the shape a pod syncer acts on: started (it has no startup
+// probe, or that succeeded), and whether its latest liveness or startup
+// result is a failure — the container is restarted then. It is
+// podsyncer's Probes.ContainerState.
+func (m *Manager) ContainerState(pod *v1.Pod, container, id string) (started, livenessFailed, startupFailed bool) {
+	cid := containerid.ID{ID: id}
+	c := containerSpec(pod.Spec.Containers, container)
+	if c == nil {
+		c = containerSpec(pod.Spec.InitContainers, container)
+	}
+	started = true
+	if c != nil && c.StartupProbe != nil {
+		r, ok := m.Result(Startup, cid)
+		started, startupFailed = ok && r == Success, ok && r == Failure
+	}
+	r, ok := m.Result(Liveness, cid)
+	return started, ok && r == Failure, startupFailed
+}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/nodekit/nodekit/examples/kubelet/agent"
 	"github.com/nodekit/nodekit/pleg"
+	"github.com/nodekit/nodekit/podsyncer"
 )
 
 // The containerd suite runs when NODEKIT_CONTAINERD_ENDPOINT names a CRI
@@ -179,7 +180,7 @@ func TestReferenceAgentVolumesContainerd(t *testing.T) {
 	}}
 	created, err := admin.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
 	require.NoError(t, err)
-	logFile := filepath.Join(agent.PodLogDir(logs, created), "reader", "0.log")
+	logFile := filepath.Join(podsyncer.PodLogDir(logs, created), "reader", "0.log")
 	want := []string{`cfg=v1 sec=s3cret labels=app="vol" env=v1`, "mem=tmpfs", "sub=ok", "token=ok"}
 	eventually("the container prints every volume's content", func() bool {
 		b, err := os.ReadFile(logFile)

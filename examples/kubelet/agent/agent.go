@@ -31,7 +31,6 @@ import (
 	"github.com/nodekit/nodekit/allocation"
 	"github.com/nodekit/nodekit/cgroups"
 	"github.com/nodekit/nodekit/containergc"
-	"github.com/nodekit/nodekit/containerid"
 	"github.com/nodekit/nodekit/crisim"
 	"github.com/nodekit/nodekit/eviction"
 	"github.com/nodekit/nodekit/kubeletapi"
@@ -39,10 +38,9 @@ import (
 	"github.com/nodekit/nodekit/nodestatus"
 	"github.com/nodekit/nodekit/objects"
 	"github.com/nodekit/nodekit/pleg"
-	"github.com/nodekit/nodekit/podenv"
 	"github.com/nodekit/nodekit/podmanager"
 	"github.com/nodekit/nodekit/podstatus"
-	"github.com/nodekit/nodekit/podsyncer/images"
+	"github.com/nodekit/nodekit/podsyncer"
 	"github.com/nodekit/nodekit/podsyncer/podnet"
 	"github.com/nodekit/nodekit/podworkers"
 	"github.com/nodekit/nodekit/prober"
@@ -76,11 +74,10 @@ type Agent struct {
 	admit      admission.Chain
 	nodeStatus *nodestatus.Controller
 	lease      *lease.Controller
-	status     *statusWriter
 	statusMgr  *podstatus.Manager
 	// lastRuntimeStatus is the runtime's latest answer to Status.
 	lastRuntimeStatus atomic.Pointer[runtimeapi.StatusResponse]
-	syncer            *syncer
+	syncer            *podsyncer.Syncer
 	summary           eviction.SummaryProvider
 	objects           *objects.Cache                  // nil standalone
 	informers         informers.SharedInformerFactory // services, for env; nil standalone
@@ -220,7 +217,6 @@ func (a *Agent) close(ctx context.Context) {
 // build wires the eight packages.
 func (a *Agent) build(ctx context.Context) error {
 	var err error
-	backoff := newCrashBackoff(a.opts.Clock)
 	// Events and probe results go straight to the sync loop (built below,
 	// before anything runs).
 	if a.pleg, err = pleg.New(pleg.Config{Runtime: a.rt, Evented: a.opts.Evented, RuntimeName: a.runtimeID,
@@ -235,9 +231,6 @@ func (a *Agent) build(ctx context.Context) error {
 		CouldHaveRunningContainers: func(uid types.UID) bool { return a.workers.CouldHaveRunningContainers(uid) }}); err != nil {
 		return err
 	}
-	a.status = &statusWriter{mgr: a.statusMgr, clock: a.opts.Clock, runtimeName: a.runtimeID, hostIPs: a.hostIPs,
-		backoff:     backoff,
-		probeStatus: func(pod *v1.Pod, s *v1.PodStatus) { a.probes.UpdatePodStatus(ctx, pod, s) }}
 	mounter := volumes.HostMounter
 	if a.sim != nil {
 		mounter = volumes.DirOnly // simulated containers never read the host
@@ -251,29 +244,9 @@ func (a *Agent) build(ctx context.Context) error {
 		a.informers = informers.NewSharedInformerFactory(a.client, 0)
 		a.services = a.informers.Core().V1().Services().Informer()
 	}
-	puller, err := images.New(images.Config{Images: a.images, Clock: a.opts.Clock, MaxParallelPulls: a.opts.MaxParallelImagePulls})
-	if err != nil {
-		return err
-	}
-	if a.volumes, err = volumes.New(volumes.Config{RootDir: a.opts.RootDir, Objects: objs, Client: a.client,
-		Allocatable: a.allocatable, Mounter: mounter, Recorder: a.recorder, Clock: a.opts.Clock,
-		Images: func(ctx context.Context, pod *v1.Pod, src *v1.ImageVolumeSource) (string, error) {
-			return a.syncer.imageVolume(ctx, pod, src)
-		}}); err != nil {
-		return err
-	}
-	a.syncer = &syncer{rt: a.rt, states: a.pleg, images: a.images, puller: puller, clock: a.opts.Clock, backoff: backoff, status: a.status,
-		probes: a.probeState, recorder: a.recorder, logsDir: a.opts.PodLogsDir, volumes: a.volumes,
-		objects: a.objects, envPod: a.envPod, nodeHostsFile: "/etc/hosts", maskedPaths: maskedPaths(),
-		seccompRoot: filepath.Join(a.opts.RootDir, "seccomp"), memoryCapacity: a.memoryCapacity,
-		net: podnet.Config{ClusterDNS: a.opts.ClusterDNS, ClusterDomain: a.opts.ClusterDomain, ResolvConf: a.opts.ResolvConf}}
-	if a.sim != nil {
-		a.syncer.beforeCreate = simScripter(a.sim)
-	}
 	if err := a.buildCgroups(); err != nil {
 		return err
 	}
-	a.syncer.cgroups, a.syncer.activePods = a.cgroups, a.activePods
 	if a.alloc, err = allocation.New(allocation.Config{Allocatable: a.allocatable,
 		Admit: func(ctx context.Context, pod *v1.Pod, others []*v1.Pod) allocation.Verdict {
 			r := a.admit.Admit(ctx, admission.Attributes{Pod: pod, OtherPods: others})
@@ -281,9 +254,30 @@ func (a *Agent) build(ctx context.Context) error {
 		}}); err != nil {
 		return err
 	}
-	a.syncer.alloc, a.status.alloc = a.alloc, a.alloc
+	puller, err := podsyncer.NewImagePuller(podsyncer.ImagePullerConfig{Images: a.images, Secrets: objs,
+		MaxParallelPulls: a.opts.MaxParallelImagePulls, PodLogsDir: a.opts.PodLogsDir, Recorder: a.recorder, Clock: a.opts.Clock})
+	if err != nil {
+		return err
+	}
+	if a.volumes, err = volumes.New(volumes.Config{RootDir: a.opts.RootDir, Objects: objs, Client: a.client,
+		Allocatable: a.allocatable, Mounter: mounter, Recorder: a.recorder, Clock: a.opts.Clock,
+		Images: puller.ImageVolume}); err != nil {
+		return err
+	}
+	syncCfg := podsyncer.Config{Runtime: a.rt, Images: a.images, RuntimeName: a.runtimeID, Status: a.statusMgr,
+		Volumes: a.volumes, Puller: puller, States: a.pleg, Probes: a.probes, Node: nodeView{a}, Cgroups: a.cgroups,
+		ActivePods: a.activePods, Allocation: a.alloc,
+		PodLogsDir: a.opts.PodLogsDir, SeccompRoot: filepath.Join(a.opts.RootDir, "seccomp"), Recorder: a.recorder, Clock: a.opts.Clock,
+		Network: podnet.Config{ClusterDNS: a.opts.ClusterDNS, ClusterDomain: a.opts.ClusterDomain, ResolvConf: a.opts.ResolvConf}}
+	if a.sim != nil {
+		syncCfg.BeforeCreate = simScripter(a.sim)
+	}
 	if a.client != nil {
-		a.syncer.runtimeHandler = a.runtimeHandler
+		syncCfg.Objects, syncCfg.RuntimeClass = a.objects, a.runtimeHandler
+		syncCfg.Services = serviceList{a.services}
+	}
+	if a.syncer, err = podsyncer.New(syncCfg); err != nil {
+		return err
 	}
 	if a.workers, err = podworkers.New(podworkers.Config{Syncer: a.syncer, StatusBarrier: a.pleg.Cache().WaitNewerThan,
 		Clock: a.opts.Clock, Recorder: a.recorder, Registerer: a.registry}); err != nil {
@@ -315,26 +309,27 @@ func (a *Agent) build(ctx context.Context) error {
 	return nil
 }
 
-// envPod is what containers' environments need from the node.
-func (a *Agent) envPod(pod *v1.Pod, podIPs []string) podenv.Pod {
-	hostIPs := a.hostIPs()
-	if pod.Spec.HostNetwork {
-		podIPs = hostIPs
-	}
-	p := podenv.Pod{Pod: pod, HostIPs: hostIPs, PodIPs: podIPs, Allocatable: a.allocatable()}
-	if a.services != nil {
-		p.Services = func() ([]*v1.Service, error) {
-			var out []*v1.Service
-			for _, o := range a.services.GetStore().List() {
-				if s, ok := o.(*v1.Service); ok {
-					out = append(out, s)
-				}
-			}
-			return out, nil
+// nodeView is the node as the pod syncer sees it: the last reported
+// Node, else the configured address and memory.
+type nodeView struct{ a *Agent }
+
+func (n nodeView) HostIPs() []string            { return n.a.hostIPs() }
+func (n nodeView) Allocatable() v1.ResourceList { return n.a.allocatable() }
+func (n nodeView) MemoryCapacity() int64        { return n.a.memoryCapacity() }
+
+// serviceList lists the services the informer holds.
+type serviceList struct{ inf cache.SharedIndexInformer }
+
+func (l serviceList) HasSynced() bool { return l.inf.HasSynced() }
+
+func (l serviceList) List() ([]*v1.Service, error) {
+	var out []*v1.Service
+	for _, o := range l.inf.GetStore().List() {
+		if s, ok := o.(*v1.Service); ok {
+			out = append(out, s)
 		}
-		p.ServicesSynced = a.services.HasSynced()
 	}
-	return p
+	return out, nil
 }
 
 // hostIPs are the node's InternalIPs as last reported, else the
@@ -399,21 +394,6 @@ func (a *Agent) runtimeHandler(ctx context.Context, name string) (string, error)
 		return "", fmt.Errorf("runtime class %q: %w", name, err)
 	}
 	return rc.Handler, nil
-}
-
-// probeState is the prober's view of a running container (CRI ID): has
-// it started (its startup probe, if any, succeeded), and did its liveness
-// or startup probe fail. The syncer restarts a failed container and holds
-// the next init container until a sidecar has started.
-func (a *Agent) probeState(pod *v1.Pod, name, id string) (started, livenessFailed, startupFailed bool) {
-	full := containerid.ID{Type: a.runtimeID, ID: id}
-	started = true
-	if specOf(pod, name).StartupProbe != nil {
-		r, ok := a.probes.Result(prober.Startup, full)
-		started, startupFailed = ok && r == prober.Success, ok && r == prober.Failure
-	}
-	r, ok := a.probes.Result(prober.Liveness, full)
-	return started, ok && r == prober.Failure, startupFailed
 }
 
 func (a *Agent) buildEviction() error {
@@ -571,7 +551,7 @@ func (a *Agent) podsToSync() []types.UID {
 	// Pods past their activeDeadlineSeconds are synced at once (and
 	// killed), not at their next periodic sync.
 	for _, p := range a.activePods() {
-		if !due[p.UID] && p.Spec.ActiveDeadlineSeconds != nil && !a.workers.IsPodTerminationRequested(p.UID) && a.syncer.pastDeadline(p) {
+		if !due[p.UID] && p.Spec.ActiveDeadlineSeconds != nil && !a.workers.IsPodTerminationRequested(p.UID) && a.syncer.PastDeadline(p) {
 			out = append(out, p.UID)
 		}
 	}

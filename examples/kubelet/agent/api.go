@@ -108,13 +108,13 @@ func (p agentPods) GetPodByName(namespace, name string) (*v1.Pod, bool) {
 	if !ok {
 		return nil, false
 	}
-	return p.a.status.withStatus(found), true
+	return p.a.statusMgr.WithStatus(found), true
 }
 
 func (p agentPods) GetPods() []*v1.Pod {
 	pods := p.a.pods.Pods()
 	for i, pod := range pods {
-		pods[i] = p.a.status.withStatus(pod)
+		pods[i] = p.a.statusMgr.WithStatus(pod)
 	}
 	return pods
 }

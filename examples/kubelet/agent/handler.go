@@ -51,9 +51,7 @@ func (a *Agent) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 
 // reject fails a pod that admission refused.
 func (a *Agent) reject(ctx context.Context, pod *v1.Pod, reason, message string) {
-	a.status.write(pod, &podRuntime{}, func(s *v1.PodStatus) {
-		s.Phase, s.Reason, s.Message = v1.PodFailed, reason, message
-	})
+	a.syncer.Reject(pod, reason, message)
 }
 
 // HandlePodUpdates passes changes (including graceful deletions) to the
@@ -159,7 +157,7 @@ func (a *Agent) HandlePodCleanups(ctx context.Context) error {
 		if sb.State != runtimeapi.PodSandboxState_SANDBOX_READY {
 			// A finished pod's sandbox, kept for its logs until the pod
 			// was deleted: it goes now, with its containers.
-			if err := removeSandboxes(ctx, a.rt, []*runtimeapi.PodSandbox{sb}); err != nil {
+			if err := a.rt.RemovePodSandbox(ctx, sb.Id); err != nil {
 				klog.FromContext(ctx).Error(err, "Remove sandbox of deleted pod", "uid", uid)
 			}
 			continue

@@ -1,6 +1,7 @@
-package agent
+package podsyncer
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"os"
@@ -79,14 +80,8 @@ func TestStatusGolden(t *testing.T) {
 			}
 			w := &statusWriter{mgr: mgr, clock: clk, runtimeName: "containerd", backoff: backoff,
 				hostIPs: func() []string { return []string{"192.0.2.2", "2001:db8::2"} },
-				probeStatus: func(pod *v1.Pod, s *v1.PodStatus) {
-					for _, list := range [][]v1.ContainerStatus{s.InitContainerStatuses, s.ContainerStatuses} {
-						for i := range list {
-							list[i].Ready = list[i].State.Running != nil // a passing readiness probe
-						}
-					}
-				}}
-			w.write(tc.pod, tc.rtp, nil)
+				probes:  readyWhenRunning{}}
+			w.write(context.Background(), tc.pod, tc.rtp, nil)
 			got, ok := mgr.PodStatus(tc.pod.UID)
 			require.True(t, ok)
 			data, err := json.MarshalIndent(got, "", "  ")
@@ -101,5 +96,21 @@ func TestStatusGolden(t *testing.T) {
 			require.NoError(t, err, "run with -update to create it")
 			assert.Equal(t, string(want), string(data))
 		})
+	}
+}
+
+// readyWhenRunning is a prober whose readiness probes pass for every
+// running container.
+type readyWhenRunning struct{}
+
+func (readyWhenRunning) ContainerState(*v1.Pod, string, string) (bool, bool, bool) {
+	return true, false, false
+}
+
+func (readyWhenRunning) UpdatePodStatus(_ context.Context, _ *v1.Pod, s *v1.PodStatus) {
+	for _, list := range [][]v1.ContainerStatus{s.InitContainerStatuses, s.ContainerStatuses} {
+		for i := range list {
+			list[i].Ready = list[i].State.Running != nil
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package agent
+package podsyncer
 
 import (
 	"os"
@@ -73,7 +73,7 @@ func TestSandboxConfigCgroup(t *testing.T) {
 	}
 	cg, err := cgroups.New(cgroups.Config{Mount: mnt})
 	require.NoError(t, err)
-	s := &syncer{cgroups: cg, logsDir: "/var/log/pods"}
+	s := &Syncer{cgroups: cg, logsDir: "/var/log/pods"}
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1"}, Spec: v1.PodSpec{
 		Overhead: reqs("cpu", "100m", "memory", "32Mi"),
 		Containers: []v1.Container{{Name: "a", Resources: v1.ResourceRequirements{Requests: reqs("cpu", "250m"), Limits: reqs("cpu", "500m", "memory", "128Mi")}},

@@ -1,4 +1,4 @@
-package agent
+package podsyncer
 
 import (
 	"context"
@@ -96,7 +96,7 @@ func (p *podRuntime) previous(name string) *runtimeapi.ContainerStatus {
 // runtimeState is the pod's runtime state: from the PLEG cache, after a
 // relist of the pod if the syncer changed it (relist); listed directly when
 // the syncer has no PLEG (tests).
-func (s *syncer) runtimeState(ctx context.Context, uid types.UID, relist bool) (*podRuntime, error) {
+func (s *Syncer) runtimeState(ctx context.Context, uid types.UID, relist bool) (*podRuntime, error) {
 	if s.states == nil {
 		return inspect(ctx, s.rt, uid)
 	}

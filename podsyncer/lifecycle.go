@@ -1,4 +1,4 @@
-package agent
+package podsyncer
 
 import (
 	"context"
@@ -32,7 +32,7 @@ const minimumGracePeriod = 2
 // pod: exec in the container, an HTTP GET (the pod's IP by default), or a
 // sleep on the agent's clock. timeout 0 means none. It returns a message
 // for the agent's log on failure.
-func (s *syncer) runHook(ctx context.Context, pod *v1.Pod, c *v1.Container, id string, h *v1.LifecycleHandler, timeout time.Duration) error {
+func (s *Syncer) runHook(ctx context.Context, pod *v1.Pod, c *v1.Container, id string, h *v1.LifecycleHandler, timeout time.Duration) error {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = clockctx.WithTimeout(ctx, s.clock, timeout)
@@ -68,7 +68,7 @@ func (s *syncer) runHook(ctx context.Context, pod *v1.Pod, c *v1.Container, id s
 
 // hookHTTP sends the hook's GET; any status below 400 is success. HTTPS
 // is not verified, as the kubelet's hooks and probes.
-func (s *syncer) hookHTTP(ctx context.Context, pod *v1.Pod, c *v1.Container, a *v1.HTTPGetAction) error {
+func (s *Syncer) hookHTTP(ctx context.Context, pod *v1.Pod, c *v1.Container, a *v1.HTTPGetAction) error {
 	host := a.Host
 	if host == "" {
 		host = s.podIP(ctx, pod)
@@ -124,9 +124,9 @@ func (s *syncer) hookHTTP(ctx context.Context, pod *v1.Pod, c *v1.Container, a *
 
 // podIP is the pod's address: the node's for host-network pods, else its
 // sandbox's.
-func (s *syncer) podIP(ctx context.Context, pod *v1.Pod) string {
-	if pod.Spec.HostNetwork && s.envPod != nil {
-		if ips := s.envPod(pod, nil).HostIPs; len(ips) > 0 {
+func (s *Syncer) podIP(ctx context.Context, pod *v1.Pod) string {
+	if pod.Spec.HostNetwork {
+		if ips := s.hostIPs(); len(ips) > 0 {
 			return ips[0]
 		}
 	}
@@ -155,7 +155,7 @@ func resolvePort(p intstr.IntOrString, c *v1.Container) (int, error) {
 
 // postStart runs the container's postStart hook, if any; on failure the
 // container is killed (the kubelet's FailedPostStartHook).
-func (s *syncer) postStart(ctx context.Context, pod *v1.Pod, c *v1.Container, id string) error {
+func (s *Syncer) postStart(ctx context.Context, pod *v1.Pod, c *v1.Container, id string) error {
 	if c.Lifecycle == nil || c.Lifecycle.PostStart == nil {
 		return nil
 	}
@@ -175,7 +175,7 @@ func (s *syncer) postStart(ctx context.Context, pod *v1.Pod, c *v1.Container, id
 // killContainer stops a running container: its preStop hook first
 // (within the grace period, whose remainder — at least 2s — is then the
 // runtime's), then StopContainer.
-func (s *syncer) killContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, id string, grace int64) error {
+func (s *Syncer) killContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, id string, grace int64) error {
 	if c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil && grace > 0 {
 		start := s.clock.Now()
 		done := make(chan error, 1)
@@ -203,7 +203,7 @@ func (s *syncer) killContainer(ctx context.Context, pod *v1.Pod, c *v1.Container
 // (each running its preStop hook), then sidecars one by one in reverse
 // order, each with what remains of the grace period. pod is nil for a
 // runtime pod without spec: then all stop together, without hooks.
-func (s *syncer) stopAll(ctx context.Context, pod *v1.Pod, rtp *podRuntime, grace int64) error {
+func (s *Syncer) stopAll(ctx context.Context, pod *v1.Pod, rtp *podRuntime, grace int64) error {
 	start := s.clock.Now()
 	var first, sidecars []*runtimeapi.ContainerStatus
 	for _, st := range rtp.containers {

@@ -1,4 +1,4 @@
-package agent
+package podsyncer
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // allocate handles an in-place resize of pod's spec (allocating its new
 // resources when they fit) and returns the pod with its allocated
 // resources, which is what the rest of the sync runs.
-func (s *syncer) allocate(ctx context.Context, pod *v1.Pod) *v1.Pod {
+func (s *Syncer) allocate(ctx context.Context, pod *v1.Pod) *v1.Pod {
 	if s.alloc == nil {
 		return pod
 	}
@@ -38,7 +38,7 @@ func (s *syncer) allocate(ctx context.Context, pod *v1.Pod) *v1.Pod {
 // to its running containers that do not run with them yet, widening the
 // pod cgroup first and narrowing it last so that no container is ever
 // limited by a pod cgroup smaller than itself.
-func (s *syncer) actuateResize(ctx context.Context, pod *v1.Pod, rtp *podRuntime) {
+func (s *Syncer) actuateResize(ctx context.Context, pod *v1.Pod, rtp *podRuntime) {
 	if s.alloc == nil {
 		return
 	}
@@ -52,7 +52,7 @@ func (s *syncer) actuateResize(ctx context.Context, pod *v1.Pod, rtp *podRuntime
 	}
 }
 
-func (s *syncer) resizeContainers(ctx context.Context, pod *v1.Pod, rtp *podRuntime) error {
+func (s *Syncer) resizeContainers(ctx context.Context, pod *v1.Pod, rtp *podRuntime) error {
 	type change struct {
 		id string
 		c  *v1.Container
@@ -96,10 +96,7 @@ func (s *syncer) resizeContainers(ctx context.Context, pod *v1.Pod, rtp *podRunt
 			}
 		}
 	}
-	var memCap int64
-	if s.memoryCapacity != nil {
-		memCap = s.memoryCapacity()
-	}
+	memCap := s.memoryCapacity()
 	qos := cgroups.QOSClass(pod)
 	for _, ch := range todo {
 		r := containerResources(ch.c, qos, memCap)
@@ -122,7 +119,7 @@ func (s *syncer) resizeContainers(ctx context.Context, pod *v1.Pod, rtp *podRunt
 // widenPodCgroup lets the pod cgroup admit both its current and its
 // allocated limits, so that containers started or updated with the new
 // ones fit (cgroup v1 refuses a CFS quota above the parent's).
-func (s *syncer) widenPodCgroup(pod *v1.Pod, cur, want cgroups.Resources) error {
+func (s *Syncer) widenPodCgroup(pod *v1.Pod, cur, want cgroups.Resources) error {
 	w := widest(cur, want)
 	if w.CPUQuota == cur.CPUQuota && w.Memory == cur.Memory {
 		return nil
@@ -135,7 +132,7 @@ func (s *syncer) widenPodCgroup(pod *v1.Pod, cur, want cgroups.Resources) error 
 
 // prepareResize widens an existing pod cgroup before a sync starts
 // containers with resources a resize changed.
-func (s *syncer) prepareResize(pod *v1.Pod) error {
+func (s *Syncer) prepareResize(pod *v1.Pod) error {
 	if s.cgroups == nil || s.alloc == nil || !s.cgroups.PodExists(pod) {
 		return nil
 	}

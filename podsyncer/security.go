@@ -1,4 +1,4 @@
-package agent
+package podsyncer
 
 import (
 	"fmt"
@@ -24,9 +24,10 @@ var (
 	defaultReadonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
 )
 
-// maskedPaths is the default masked list of this machine: the base list
-// plus each CPU's thermal_throttle directory that exists.
-func maskedPaths() []string {
+// DefaultMaskedPaths is the kubelet's masked list on this machine: the
+// base list plus each CPU's thermal_throttle directory that exists (it
+// reads /sys).
+func DefaultMaskedPaths() []string {
 	out := append([]string(nil), baseMaskedPaths...)
 	possible, err := os.ReadFile("/sys/devices/system/cpu/possible")
 	if err != nil {
@@ -89,7 +90,7 @@ func effectiveSecurity(pod *v1.Pod, c *v1.Container) *v1.SecurityContext {
 // groups with the fsGroup), privilege, capabilities, no_new_privs,
 // read-only root, masked /proc paths, seccomp and AppArmor profiles,
 // SELinux options and namespaces.
-func (s *syncer) containerSecurity(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerSecurityContext {
+func (s *Syncer) containerSecurity(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerSecurityContext {
 	eff := effectiveSecurity(pod, c)
 	sc := &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: namespaces(pod)}
 	if eff.RunAsUser != nil {
@@ -122,7 +123,7 @@ func (s *syncer) containerSecurity(pod *v1.Pod, c *v1.Container) *runtimeapi.Lin
 	if eff.ProcMount != nil && *eff.ProcMount == v1.UnmaskedProcMount {
 		sc.MaskedPaths, sc.ReadonlyPaths = []string{}, []string{}
 	} else {
-		sc.MaskedPaths, sc.ReadonlyPaths = s.maskedPaths, defaultReadonlyPaths
+		sc.MaskedPaths, sc.ReadonlyPaths = s.maskedPaths(), defaultReadonlyPaths
 	}
 	if o := eff.SELinuxOptions; o != nil {
 		sc.SelinuxOptions = &runtimeapi.SELinuxOption{User: o.User, Role: o.Role, Type: o.Type, Level: o.Level}
@@ -134,7 +135,7 @@ func (s *syncer) containerSecurity(pod *v1.Pod, c *v1.Container) *runtimeapi.Lin
 
 // sandboxSecurity is the pod-level CRI security context: the pod's
 // identity and namespaces, privileged if any container is.
-func (s *syncer) sandboxSecurity(pod *v1.Pod) *runtimeapi.LinuxSandboxSecurityContext {
+func (s *Syncer) sandboxSecurity(pod *v1.Pod) *runtimeapi.LinuxSandboxSecurityContext {
 	sc := &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: namespaces(pod)}
 	if psc := pod.Spec.SecurityContext; psc != nil {
 		if psc.RunAsUser != nil {
@@ -164,7 +165,7 @@ func (s *syncer) sandboxSecurity(pod *v1.Pod) *runtimeapi.LinuxSandboxSecurityCo
 
 // seccomp maps a seccomp profile; unset is Unconfined (the kubelet's
 // default without --seccomp-default).
-func (s *syncer) seccomp(p *v1.SeccompProfile) *runtimeapi.SecurityProfile {
+func (s *Syncer) seccomp(p *v1.SeccompProfile) *runtimeapi.SecurityProfile {
 	if p == nil {
 		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
 	}

@@ -1,17 +1,16 @@
-package agent
+package podsyncer
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/client-go/tools/record"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	grpcstatus "google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 	criapi "k8s.io/cri-api/pkg/apis"
@@ -19,16 +18,13 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/nodekit/nodekit/allocation"
 	"github.com/nodekit/nodekit/cgroups"
 	"github.com/nodekit/nodekit/kubetypes"
-	"github.com/nodekit/nodekit/objects"
 	"github.com/nodekit/nodekit/podenv"
 	"github.com/nodekit/nodekit/podsyncer/images"
 	"github.com/nodekit/nodekit/podsyncer/podnet"
 	"github.com/nodekit/nodekit/podsyncer/podplan"
 	"github.com/nodekit/nodekit/podworkers"
-	"github.com/nodekit/nodekit/volumes"
 )
 
 // CrashLoopBackOff bounds of the kubelet.
@@ -65,64 +61,10 @@ func (b *crashBackoff) next(key string, finished time.Time) { b.b.Next(key, fini
 // deleted pods among them (the kubelet's housekeeping does the same).
 func (b *crashBackoff) gc() { b.b.GC() }
 
-// syncer is the agent's podworkers.Syncer over a CRI runtime.
-type syncer struct {
-	rt criapi.RuntimeService
-	// states is the PLEG the syncer reads runtime state from (nil: it
-	// lists the runtime itself).
-	states  podStates
-	images  criapi.ImageManagerService
-	puller  *images.Puller
-	clock   clock.WithTicker
-	backoff *crashBackoff
-	// probes tells, for a running container (CRI ID), whether it has
-	// started (its startup probe passed, if it has one) and whether its
-	// liveness or startup probe failed. Nil: started, nothing failed.
-	probes func(pod *v1.Pod, name, id string) (started, livenessFailed, startupFailed bool)
-	// status builds and reports the pod status after each sync.
-	status *statusWriter
-	// recorder receives the kubelet's container events.
-	recorder record.EventRecorder
-	// beforeCreate, if set, runs before each container is created (the
-	// simulator mode scripts containers from pod annotations).
-	beforeCreate func(pod *v1.Pod, c *v1.Container)
-	// logsDir is the root of pod log directories (PodLogDir).
-	logsDir string
-	// volumes mounts the pod's volumes before its containers start.
-	volumes *volumes.Manager
-	// objects watches the configMaps and secrets pods reference (nil
-	// standalone).
-	objects *objects.Cache
-	// envPod gives what a container's environment depends on besides the
-	// pod: addresses, allocatable, services.
-	envPod func(pod *v1.Pod, podIPs []string) podenv.Pod
-	// net names the pod on the network: hostname, DNS, /etc/hosts.
-	net podnet.Config
-	// nodeHostsFile is the node's /etc/hosts, for host-network pods.
-	nodeHostsFile string
-	// maskedPaths are the /proc and /sys paths containers see masked.
-	maskedPaths []string
-	// seccompRoot holds Localhost seccomp profiles (<root-dir>/seccomp).
-	seccompRoot string
-	// runtimeHandler resolves a RuntimeClass name to its CRI handler.
-	runtimeHandler func(ctx context.Context, runtimeClass string) (string, error)
-	// memoryCapacity is the node's memory, for OOM score adjustment.
-	memoryCapacity func() int64
-	// cgroups keeps the pod cgroup tree; nil without (the simulator,
-	// --cgroups-per-qos=false).
-	cgroups *cgroups.Manager
-	// activePods are the pods that hold resources (the QoS tiers are
-	// sized by them, resizes must fit beside them).
-	activePods func() []*v1.Pod
-	// alloc keeps allocated resources for in-place resize; nil disables
-	// resize (the spec's resources are used as they are).
-	alloc *allocation.Manager
-}
-
 // sandboxConfig is the pod's CRI sandbox config: identity, hostname, DNS,
 // namespaces, log directory. warn reports DNS problems as events (on
 // creation only, not on every container start).
-func (s *syncer) sandboxConfig(pod *v1.Pod, attempt uint32, warn bool) (*runtimeapi.PodSandboxConfig, error) {
+func (s *Syncer) sandboxConfig(pod *v1.Pod, attempt uint32, warn bool) (*runtimeapi.PodSandboxConfig, error) {
 	if pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers {
 		// Never run such a pod in the host's user namespace.
 		return nil, errors.New("hostUsers: false (user namespaces) is not supported by this node agent")
@@ -168,7 +110,7 @@ func (s *syncer) sandboxConfig(pod *v1.Pod, attempt uint32, warn bool) (*runtime
 // hostsMount writes the pod's kubelet-managed /etc/hosts and returns its
 // mount for c; nil when the container mounts its own /etc/hosts or the
 // pod has no address yet.
-func (s *syncer) hostsMount(pod *v1.Pod, c *v1.Container, podIPs []string) (*runtimeapi.Mount, error) {
+func (s *Syncer) hostsMount(pod *v1.Pod, c *v1.Container, podIPs []string) (*runtimeapi.Mount, error) {
 	if len(podIPs) == 0 && !pod.Spec.HostNetwork {
 		return nil, nil
 	}
@@ -197,20 +139,22 @@ func (s *syncer) hostsMount(pod *v1.Pod, c *v1.Container, podIPs []string) (*run
 	return &runtimeapi.Mount{ContainerPath: "/etc/hosts", HostPath: path, Propagation: runtimeapi.MountPropagation_PROPAGATION_PRIVATE}, nil
 }
 
-var _ podworkers.Syncer = (*syncer)(nil)
-
 // errCrashLoopBackOff marks a sync that waits for a container's backoff.
 var errCrashLoopBackOff = errors.New("CrashLoopBackOff")
 
 // containerEvent records an event about container c of pod, with the
 // container's field path as the kubelet sets it (spec.containers{name}).
-func (s *syncer) containerEvent(pod *v1.Pod, c *v1.Container, typ, reason, format string, args ...any) {
-	if s.recorder == nil {
+func (s *Syncer) containerEvent(pod *v1.Pod, c *v1.Container, typ, reason, format string, args ...any) {
+	containerEvent(s.recorder, pod, c, typ, reason, format, args...)
+}
+
+func containerEvent(rec record.EventRecorder, pod *v1.Pod, c *v1.Container, typ, reason, format string, args ...any) {
+	if rec == nil {
 		return
 	}
 	ref := &v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
 		ResourceVersion: pod.ResourceVersion, FieldPath: containerFieldPath(pod, c.Name)}
-	s.recorder.Eventf(ref, typ, reason, format, args...)
+	rec.Eventf(ref, typ, reason, format, args...)
 }
 
 func containerFieldPath(pod *v1.Pod, name string) string {
@@ -227,13 +171,13 @@ func containerFieldPath(pod *v1.Pod, name string) string {
 	return "spec.containers{" + name + "}"
 }
 
-func (s *syncer) event(pod *v1.Pod, typ, reason, format string, args ...any) {
+func (s *Syncer) event(pod *v1.Pod, typ, reason, format string, args ...any) {
 	if s.recorder != nil {
 		s.recorder.Eventf(pod, typ, reason, format, args...)
 	}
 }
 
-func (s *syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v1.Pod) (bool, error) {
+func (s *Syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v1.Pod) (bool, error) {
 	rtp, err := s.runtimeState(ctx, pod.UID, false)
 	if err != nil {
 		return false, err
@@ -241,7 +185,7 @@ func (s *syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v
 	if s.pastDeadline(pod) {
 		msg := "Pod was active on the node longer than the specified deadline"
 		s.event(pod, v1.EventTypeNormal, "DeadlineExceeded", "%s", msg)
-		s.status.write(pod, rtp, func(st *v1.PodStatus) {
+		s.status.write(ctx, pod, rtp, func(st *v1.PodStatus) {
 			st.Phase, st.Reason, st.Message = v1.PodFailed, "DeadlineExceeded", msg
 		})
 		return true, nil // the pod worker stops its containers
@@ -251,7 +195,7 @@ func (s *syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v
 	if plan.Done {
 		// Finished for good: the pod worker terminates what still runs
 		// (sidecars) through SyncTerminatingPod.
-		s.status.write(pod, rtp, nil)
+		s.status.write(ctx, pod, rtp, nil)
 		return true, nil
 	}
 	// Volumes first, on every sync of a pod that still runs something:
@@ -261,11 +205,11 @@ func (s *syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v
 		s.objects.Register(ctx, pod)
 	}
 	if err := s.ensurePodCgroup(ctx, pod); err != nil {
-		s.status.write(pod, rtp, nil)
+		s.status.write(ctx, pod, rtp, nil)
 		return false, err
 	}
 	if err := s.volumes.SetUpPod(ctx, pod); err != nil {
-		s.status.write(pod, rtp, nil)
+		s.status.write(ctx, pod, rtp, nil)
 		return false, err
 	}
 	if plan.KillPod {
@@ -294,13 +238,13 @@ func (s *syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v
 		}
 	}
 	s.actuateResize(ctx, pod, rtp)
-	s.status.write(pod, rtp, nil)
+	s.status.write(ctx, pod, rtp, nil)
 	return s.plan(pod, rtp).Done, syncErr
 }
 
 // ensurePodCgroup creates the pod's cgroup before anything of it runs; the
 // QoS tiers are resized first for the pod that joins them.
-func (s *syncer) ensurePodCgroup(ctx context.Context, pod *v1.Pod) error {
+func (s *Syncer) ensurePodCgroup(ctx context.Context, pod *v1.Pod) error {
 	if s.cgroups == nil || s.cgroups.PodExists(pod) {
 		return nil
 	}
@@ -318,7 +262,7 @@ func (s *syncer) ensurePodCgroup(ctx context.Context, pod *v1.Pod) error {
 
 // pastDeadline: the pod has run longer than its activeDeadlineSeconds,
 // counted from its start time on this node.
-func (s *syncer) pastDeadline(pod *v1.Pod) bool {
+func (s *Syncer) pastDeadline(pod *v1.Pod) bool {
 	d := pod.Spec.ActiveDeadlineSeconds
 	if d == nil {
 		return false
@@ -329,7 +273,7 @@ func (s *syncer) pastDeadline(pod *v1.Pod) bool {
 
 // plan computes what the pod needs from its runtime state and the
 // prober's results.
-func (s *syncer) plan(pod *v1.Pod, rtp *podRuntime) podplan.Plan {
+func (s *Syncer) plan(pod *v1.Pod, rtp *podRuntime) podplan.Plan {
 	in := podplan.Input{Pod: pod, Sandboxes: len(rtp.sandboxes), SandboxReady: rtp.readySandbox() != nil,
 		Containers: map[string]podplan.Container{}, Hash: containerHash}
 	for _, st := range rtp.containers {
@@ -344,7 +288,7 @@ func (s *syncer) plan(pod *v1.Pod, rtp *podRuntime) podplan.Plan {
 		case runtimeapi.ContainerState_CONTAINER_RUNNING:
 			c.State = podplan.Running
 			if s.probes != nil {
-				c.Started, c.LivenessFailed, c.StartupFailed = s.probes(pod, name, st.Id)
+				c.Started, c.LivenessFailed, c.StartupFailed = s.probes.ContainerState(pod, name, st.Id)
 			} else {
 				c.Started = true
 			}
@@ -366,7 +310,7 @@ func (s *syncer) plan(pod *v1.Pod, rtp *podRuntime) podplan.Plan {
 // execute kills and starts containers as the plan says. Starting stops at
 // the first failed init container or sidecar (the next ones wait for it);
 // app containers are independent.
-func (s *syncer) execute(ctx context.Context, pod *v1.Pod, rtp *podRuntime, plan podplan.Plan) error {
+func (s *Syncer) execute(ctx context.Context, pod *v1.Pod, rtp *podRuntime, plan podplan.Plan) error {
 	sb := rtp.readySandbox()
 	if sb == nil {
 		return nil
@@ -408,7 +352,7 @@ func (s *syncer) execute(ctx context.Context, pod *v1.Pod, rtp *podRuntime, plan
 
 // crashBackoff holds back the restart of an exited container while its
 // CrashLoopBackOff lasts, and records the restart otherwise.
-func (s *syncer) crashBackoff(pod *v1.Pod, c *v1.Container, last *runtimeapi.ContainerStatus) error {
+func (s *Syncer) crashBackoff(pod *v1.Pod, c *v1.Container, last *runtimeapi.ContainerStatus) error {
 	key := backoffKey(pod, c)
 	finished := time.Unix(0, last.FinishedAt)
 	if last.FinishedAt == 0 { // never ran (its start failed): from its creation
@@ -480,7 +424,7 @@ func specOf(pod *v1.Pod, name string) *v1.Container {
 	return &v1.Container{Name: name}
 }
 
-func (s *syncer) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) error {
+func (s *Syncer) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) error {
 	cfg, err := s.sandboxConfig(pod, attempt, true)
 	if err != nil {
 		s.event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
@@ -510,7 +454,7 @@ func (s *syncer) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32)
 	return nil
 }
 
-func (s *syncer) start(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandbox, c *v1.Container, attempt uint32) error {
+func (s *Syncer) start(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandbox, c *v1.Container, attempt uint32) error {
 	sbCfg, err := s.sandboxConfig(pod, sb.Metadata.Attempt, false)
 	if err != nil {
 		return err
@@ -552,7 +496,7 @@ func (s *syncer) start(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandb
 
 // containerConfig is the CRI config of c: its environment resolved,
 // command and args expanded with it, its volume mounts.
-func (s *syncer) containerConfig(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandbox, c *v1.Container, attempt uint32) (*runtimeapi.ContainerConfig, error) {
+func (s *Syncer) containerConfig(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandbox, c *v1.Container, attempt uint32) (*runtimeapi.ContainerConfig, error) {
 	var podIPs []string
 	if st, err := s.rt.PodSandboxStatus(ctx, sb.Id, false); err == nil {
 		if n := st.GetStatus().GetNetwork(); n != nil && n.Ip != "" {
@@ -562,11 +506,8 @@ func (s *syncer) containerConfig(ctx context.Context, pod *v1.Pod, sb *runtimeap
 			}
 		}
 	}
-	ep := podenv.Pod{Pod: pod, PodIPs: podIPs, Objects: s.objectsOrNil(), Static: kubetypes.IsStatic(pod)}
-	if s.envPod != nil {
-		ep = s.envPod(pod, podIPs)
-		ep.Objects, ep.Static = s.objectsOrNil(), kubetypes.IsStatic(pod)
-	}
+	ep := s.envPod(pod, podIPs)
+	ep.Static = kubetypes.IsStatic(pod)
 	vars, err := podenv.Build(ctx, ep, c)
 	if err != nil {
 		return nil, err
@@ -602,12 +543,7 @@ func (s *syncer) containerConfig(ctx context.Context, pod *v1.Pod, sb *runtimeap
 		cfg.Linux.SecurityContext.NamespaceOptions.Pid = runtimeapi.NamespaceMode_TARGET
 		cfg.Linux.SecurityContext.NamespaceOptions.TargetId = cs[0].Id
 	}
-	qos := cgroups.QOSClass(pod)
-	var memCap int64
-	if s.memoryCapacity != nil {
-		memCap = s.memoryCapacity()
-	}
-	cfg.Linux.Resources = containerResources(c, qos, memCap)
+	cfg.Linux.Resources = containerResources(c, cgroups.QOSClass(pod), s.memoryCapacity())
 	cfg.Envs = keyValues(vars)
 	cfg.Command = podenv.ExpandAll(c.Command, vars)
 	cfg.Args = podenv.ExpandAll(c.Args, vars)
@@ -616,7 +552,7 @@ func (s *syncer) containerConfig(ctx context.Context, pod *v1.Pod, sb *runtimeap
 }
 
 // checkNonRoot applies runAsNonRoot against the image's user.
-func (s *syncer) checkNonRoot(ctx context.Context, pod *v1.Pod, c *v1.Container) error {
+func (s *Syncer) checkNonRoot(ctx context.Context, pod *v1.Pod, c *v1.Container) error {
 	eff := effectiveSecurity(pod, c)
 	if eff.RunAsNonRoot == nil || !*eff.RunAsNonRoot || eff.RunAsUser != nil {
 		return verifyRunAsNonRoot(pod, c, nil, "")
@@ -632,20 +568,11 @@ func (s *syncer) checkNonRoot(ctx context.Context, pod *v1.Pod, c *v1.Container)
 	return verifyRunAsNonRoot(pod, c, uid, st.GetImage().GetUsername())
 }
 
-// objectsOrNil keeps a nil cache a nil interface.
-func (s *syncer) objectsOrNil() podenv.Objects {
-	if s.objects == nil {
-		return nil
-	}
-	return s.objects
-}
-
 // ensureImage makes the container's image present as its pull policy
 // says, with the pod's pull secrets; a failure sets the container's
 // waiting reason (ErrImagePull, ImagePullBackOff, ErrImageNeverPull).
-func (s *syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandbox *runtimeapi.PodSandboxConfig) error {
-	req := images.Request{Pod: pod, Container: c, Keyring: s.keyring(ctx, pod, c), Sandbox: sandbox}
-	_, err := s.puller.Ensure(ctx, req, func(e images.Event) { s.containerEvent(pod, c, e.Type, e.Reason, "%s", e.Message) })
+func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandbox *runtimeapi.PodSandboxConfig) error {
+	_, err := s.pull.ensure(ctx, pod, c, sandbox)
 	var ie *images.Error
 	if errors.As(err, &ie) {
 		s.status.startFailed(pod.UID, c.Name, ie.Reason, ie.Message)
@@ -656,53 +583,6 @@ func (s *syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	return nil
 }
 
-// imageVolume makes an image volume's image present, as its pull policy
-// says, with the pod's pull secrets; events go to the pod.
-func (s *syncer) imageVolume(ctx context.Context, pod *v1.Pod, src *v1.ImageVolumeSource) (string, error) {
-	policy := src.PullPolicy
-	if policy == "" {
-		policy = v1.PullIfNotPresent
-		if strings.HasSuffix(src.Reference, ":latest") || !strings.Contains(src.Reference[strings.LastIndex(src.Reference, "/")+1:], ":") {
-			policy = v1.PullAlways // no tag or :latest, as the API's default
-		}
-	}
-	c := &v1.Container{Name: "image-volume", Image: src.Reference, ImagePullPolicy: policy}
-	sandbox := sandboxConfig(pod, 0, s.logsDir)
-	req := images.Request{Pod: pod, Container: c, Keyring: s.keyring(ctx, pod, c), Sandbox: sandbox}
-	return s.puller.Ensure(ctx, req, func(e images.Event) { s.event(pod, e.Type, e.Reason, "%s", e.Message) })
-}
-
-// keyring reads the pod's image pull secrets (the service account's are
-// in the pod's spec already, put there at admission by the API server).
-// A secret that cannot be read is reported and skipped: the pull may
-// still succeed without it, as with the kubelet.
-func (s *syncer) keyring(ctx context.Context, pod *v1.Pod, c *v1.Container) *images.Keyring {
-	if s.objects == nil || len(pod.Spec.ImagePullSecrets) == 0 {
-		return nil
-	}
-	var secrets []*v1.Secret
-	var missing []string
-	for _, ref := range pod.Spec.ImagePullSecrets {
-		sec, err := s.objects.Secret(ctx, pod.Namespace, ref.Name)
-		if err != nil {
-			klog.FromContext(ctx).Info("Unable to retrieve pull secret, the image pull may not succeed", "pod", klog.KObj(pod), "secret", ref.Name, "err", err)
-			missing = append(missing, pod.Namespace+"/"+ref.Name)
-			continue
-		}
-		secrets = append(secrets, sec)
-	}
-	if len(missing) > 0 {
-		s.containerEvent(pod, c, v1.EventTypeWarning, "FailedToRetrieveImagePullSecret",
-			"Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", strings.Join(missing, ", "))
-	}
-	k, err := images.KeyringFromSecrets(secrets)
-	if err != nil {
-		klog.FromContext(ctx).Error(err, "Invalid image pull secret, pulling without it", "pod", klog.KObj(pod))
-		return nil
-	}
-	return k
-}
-
 func gracePeriod(pod *v1.Pod) int64 {
 	if pod.Spec.TerminationGracePeriodSeconds != nil {
 		return *pod.Spec.TerminationGracePeriodSeconds
@@ -710,7 +590,7 @@ func gracePeriod(pod *v1.Pod) int64 {
 	return v1.DefaultTerminationGracePeriodSeconds
 }
 
-func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, grace int64, statusFn podworkers.StatusFunc) error {
+func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, grace int64, statusFn podworkers.StatusFunc) error {
 	rtp, err := s.runtimeState(ctx, pod.UID, false)
 	if err != nil {
 		return err
@@ -721,11 +601,11 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, grace int6
 	if rtp, err = s.runtimeState(ctx, pod.UID, true); err != nil {
 		return err
 	}
-	s.status.write(pod, rtp, statusFn)
+	s.status.write(ctx, pod, rtp, statusFn)
 	return nil
 }
 
-func (s *syncer) SyncTerminatingRuntimePod(ctx context.Context, pod *podworkers.RuntimePod) error {
+func (s *Syncer) SyncTerminatingRuntimePod(ctx context.Context, pod *podworkers.RuntimePod) error {
 	// No barrier ran for a pod without config: relist it.
 	rtp, err := s.runtimeState(ctx, pod.UID, true)
 	if err != nil {
@@ -744,12 +624,12 @@ func removeSandboxes(ctx context.Context, rt criapi.RuntimeService, sbs []*runti
 	return nil
 }
 
-func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error {
+func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error {
 	rtp, err := s.runtimeState(ctx, pod.UID, false)
 	if err != nil {
 		return err
 	}
-	s.status.write(pod, rtp, nil)
+	s.status.write(ctx, pod, rtp, nil)
 	// A pod that finished but still exists keeps its dead containers, so
 	// that its logs and last states stay readable (the kubelet keeps them
 	// until the pod is deleted); housekeeping removes them after that.

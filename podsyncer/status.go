@@ -1,6 +1,7 @@
-package agent
+package podsyncer
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -30,9 +31,8 @@ type statusWriter struct {
 	// as the node status).
 	hostIPs func() []string
 	backoff *crashBackoff
-	// probeStatus sets Ready and Started on container statuses (the
-	// prober's UpdatePodStatus).
-	probeStatus func(pod *v1.Pod, status *v1.PodStatus)
+	// probes sets Ready and Started on container statuses; nil: none.
+	probes Probes
 	// alloc tells the resources running containers were given and the
 	// pod's resize conditions; nil without in-place resize.
 	alloc *allocation.Manager
@@ -70,12 +70,12 @@ func (w *statusWriter) startError(uid types.UID, name string) (v1.ContainerState
 
 // write computes the pod's status, applies statusFn and hands it to the
 // status manager, which writes it (to the mirror pod for a static pod).
-func (w *statusWriter) write(pod *v1.Pod, rtp *podRuntime, statusFn podworkers.StatusFunc) {
+func (w *statusWriter) write(ctx context.Context, pod *v1.Pod, rtp *podRuntime, statusFn podworkers.StatusFunc) {
 	old, ok := w.mgr.PodStatus(pod.UID)
 	if !ok {
 		old = *pod.Status.DeepCopy()
 	}
-	status := w.build(pod, rtp, &old)
+	status := w.build(ctx, pod, rtp, &old)
 	if statusFn != nil {
 		statusFn(&status)
 	}
@@ -103,18 +103,8 @@ func (w *statusWriter) startTime(pod *v1.Pod) *metav1.Time {
 	return pod.Status.StartTime
 }
 
-// withStatus returns a copy of pod carrying the latest status the agent
-// computed for it (the pod's own status if none yet).
-func (w *statusWriter) withStatus(pod *v1.Pod) *v1.Pod {
-	p := pod.DeepCopy()
-	if s, ok := w.mgr.PodStatus(pod.UID); ok {
-		p.Status = s
-	}
-	return p
-}
-
 // build computes the status of pod from its runtime state.
-func (w *statusWriter) build(pod *v1.Pod, rtp *podRuntime, old *v1.PodStatus) v1.PodStatus {
+func (w *statusWriter) build(ctx context.Context, pod *v1.Pod, rtp *podRuntime, old *v1.PodStatus) v1.PodStatus {
 	now := metav1.NewTime(w.clock.Now())
 	s := v1.PodStatus{StartTime: old.StartTime, QOSClass: cgroups.QOSClass(pod)} // as the API server set it
 	if s.StartTime == nil {
@@ -152,8 +142,8 @@ func (w *statusWriter) build(pod *v1.Pod, rtp *podRuntime, old *v1.PodStatus) v1
 		c := (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
 		s.EphemeralContainerStatuses = append(s.EphemeralContainerStatuses, w.containerStatus(pod, c, rtp, "ContainerCreating"))
 	}
-	if w.probeStatus != nil {
-		w.probeStatus(pod, &s)
+	if w.probes != nil {
+		w.probes.UpdatePodStatus(ctx, pod, &s)
 	}
 	var incomplete []string
 	for i, cs := range s.InitContainerStatuses {

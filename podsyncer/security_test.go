@@ -1,4 +1,4 @@
-package agent
+package podsyncer
 
 import (
 	"testing"
@@ -37,7 +37,7 @@ func TestContainerResources(t *testing.T) {
 }
 
 func TestContainerSecurity(t *testing.T) {
-	s := &syncer{maskedPaths: []string{"/proc/kcore"}, seccompRoot: "/var/lib/kubelet/seccomp"}
+	s := &Syncer{maskedPaths: func() []string { return []string{"/proc/kcore"} }, seccompRoot: "/var/lib/kubelet/seccomp"}
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"}, Spec: v1.PodSpec{
 		HostPID: true,
 		SecurityContext: &v1.PodSecurityContext{RunAsUser: ptr.To[int64](1000), RunAsGroup: ptr.To[int64](3000),

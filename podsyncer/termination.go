@@ -1,4 +1,4 @@
-package agent
+package podsyncer
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ const (
 // termination message to (<pod dir>/containers/<name>/<random>, world
 // writable so any user can write it) and returns its mount; nil when the
 // container has no terminationMessagePath.
-func (s *syncer) terminationMessageMount(pod *v1.Pod, c *v1.Container) (*runtimeapi.Mount, error) {
+func (s *Syncer) terminationMessageMount(pod *v1.Pod, c *v1.Container) (*runtimeapi.Mount, error) {
 	if c.TerminationMessagePath == "" {
 		return nil, nil
 	}

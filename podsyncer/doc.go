@@ -1,0 +1,65 @@
+// Package podsyncer runs pods on a CRI runtime: a podworkers.Syncer that
+// does the SyncPod half of the kubelet's kuberuntime manager. A host that
+// drives pods with podworkers over CRI plugs a Syncer in and gets the
+// kubelet's container behaviour without copying it.
+//
+// # Model
+//
+// Each SyncPod reads the pod's runtime state (from the PLEG cache the pod
+// worker's barrier made fresh, or straight from the runtime), computes an
+// action plan (package podplan: which sandbox to create, which containers to
+// kill and start, init containers in order, sidecars, restart policy, probe
+// failures, spec changes, in-place resize), and carries it out:
+//
+//   - the pod cgroup (Config.Cgroups) and the volumes (Config.Volumes) first,
+//     on every sync that still runs something, so that configMap, secret and
+//     token contents follow their sources;
+//   - the sandbox with the kubelet's hostname, DNS config, port mappings,
+//     sysctls, security context and RuntimeClass handler;
+//   - images pulled as their pull policy says with the pod's pull secrets
+//     (ImagePuller; ErrImagePull, ImagePullBackOff, ErrImageNeverPull);
+//   - each container with its environment (podenv), mounts, managed
+//     /etc/hosts, termination-message file, security context (seccomp,
+//     AppArmor, capabilities, masked paths, runAsNonRoot against the image),
+//     resources and OOM score adjustment; postStart and preStop hooks (exec,
+//     HTTP, sleep); ephemeral containers with a target's PID namespace;
+//   - CrashLoopBackOff as the kubelet's (10s doubling to 5m, keyed by pod,
+//     container and spec hash, counted from the last exit), activeDeadline
+//     seconds, kills with the probe's or the pod's grace period.
+//
+// After each pass the pod's status is built from the runtime state (phase,
+// conditions, container states with the kubelet's reasons, restart counts,
+// last termination states, termination messages capped at 12 KiB per pod)
+// and set on the podstatus.Manager, which writes it.
+// SyncTerminatingPod stops every container (preStop hooks, sidecars after
+// the app containers) and SyncTerminatedPod removes the sandboxes of a pod
+// being deleted and tears its volumes down.
+//
+// # Host duties
+//
+// The host builds the CRI clients, a podstatus.Manager (and runs it), a
+// volume manager (volumes.Manager or its own Volumes), usually a PLEG
+// (States) and a prober (Probes; *prober.Manager implements it), and hands
+// the Syncer to podworkers. It keeps the node facts (Node), services,
+// configMaps and secrets (Objects) and RuntimeClass lookup. Admission, the
+// sync loop, mirror pods, housekeeping of orphaned sandboxes and container
+// garbage collection are the host's (see syncloop, admission, containergc).
+//
+// Imports: podworkers (the Syncer contract), pleg (the cache it reads),
+// podstatus (where statuses go), cgroups and allocation (pod cgroups and
+// in-place resize), podenv, kubetypes and clockctx (leaves); never another
+// block's internals.
+//
+// # Differences from upstream
+//
+//   - The container hash that decides a restart covers image, command,
+//     args, env and ports, as JSON, not upstream's hash of the whole spec;
+//     it is stored in the same annotation (io.kubernetes.container.hash) but
+//     is not comparable with a kubelet's, so containers started by a kubelet
+//     are restarted once when this syncer takes a node over.
+//   - hostUsers: false (user namespaces) and recursive read-only mounts are
+//     refused loudly (FailedCreatePodSandBox / CreateContainerConfigError)
+//     rather than run without them.
+//   - There is no device manager: extended resources from device plugins
+//     are not allocated to containers.
+package podsyncer

@@ -1,0 +1,306 @@
+package podsyncer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	criapi "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/nodekit/nodekit/allocation"
+	"github.com/nodekit/nodekit/cgroups"
+	"github.com/nodekit/nodekit/pleg"
+	"github.com/nodekit/nodekit/podenv"
+	"github.com/nodekit/nodekit/podstatus"
+	"github.com/nodekit/nodekit/podsyncer/podnet"
+	"github.com/nodekit/nodekit/podworkers"
+)
+
+// Upstream defaults of the kubelet's paths.
+const (
+	// DefaultPodLogsDir is the kubelet's pod log root (--pod-logs-dir).
+	DefaultPodLogsDir = "/var/log/pods"
+	// DefaultSeccompRoot is where Localhost seccomp profiles live
+	// (<root-dir>/seccomp with the default root directory).
+	DefaultSeccompRoot = "/var/lib/kubelet/seccomp"
+	// DefaultNodeHostsFile is the node's hosts file, the base of a
+	// host-network pod's /etc/hosts.
+	DefaultNodeHostsFile = "/etc/hosts"
+)
+
+// Volumes is the volume manager as the syncer uses it; *volumes.Manager
+// implements it. SetUpPod runs before every sync that starts something
+// (and keeps configMap, secret and token contents current); TearDownPod
+// once the pod's containers are gone for good.
+type Volumes interface {
+	SetUpPod(ctx context.Context, pod *v1.Pod) error
+	TearDownPod(ctx context.Context, uid types.UID) error
+	// ContainerMounts are container c's CRI mounts, subPathExpr expanded
+	// with its environment vars.
+	ContainerMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, vars map[string]string) ([]*runtimeapi.Mount, error)
+	// PodDir is the pod's directory under the root directory; the syncer
+	// keeps the pod's managed /etc/hosts there.
+	PodDir(uid types.UID) string
+}
+
+// Objects reads the configMaps and secrets pods reference (environment,
+// image pull secrets); *objects.Cache implements it. Register is called on
+// every sync of a pod that runs, Unregister once it is gone.
+type Objects interface {
+	podenv.Objects
+	Register(ctx context.Context, pod *v1.Pod)
+	Unregister(uid types.UID)
+}
+
+// States is where the syncer reads runtime state: the PLEG, whose cache
+// the pod worker's barrier made fresh, and which relists one pod on demand
+// after the syncer changed it. *pleg.Generator implements it.
+type States interface {
+	Cache() *pleg.Cache
+	RelistPod(ctx context.Context, uid types.UID) (pleg.RelistResult, error)
+}
+
+// Probes is the prober as the syncer uses it; *prober.Manager implements
+// it.
+type Probes interface {
+	// ContainerState reports on the running container of the pod with
+	// the given name and CRI container ID: started (it has no startup
+	// probe, or that succeeded), and whether its latest liveness or
+	// startup result is a failure (the syncer restarts it then).
+	ContainerState(pod *v1.Pod, container, id string) (started, livenessFailed, startupFailed bool)
+	// UpdatePodStatus sets Ready and Started on the container statuses.
+	UpdatePodStatus(ctx context.Context, pod *v1.Pod, status *v1.PodStatus)
+}
+
+// Node is what a pod's environment, hooks and status need from the node.
+type Node interface {
+	// HostIPs are the node's addresses, one per family, primary first.
+	HostIPs() []string
+	// Allocatable is the node's allocatable resources (the default of
+	// resourceFieldRef limits); nil when not known yet.
+	Allocatable() v1.ResourceList
+	// MemoryCapacity is the node's memory in bytes (OOM score
+	// adjustment); 0 when not known yet.
+	MemoryCapacity() int64
+}
+
+// Services lists the services whose variables containers get; a
+// SharedIndexInformer's store and HasSynced adapt to it.
+type Services interface {
+	List() ([]*v1.Service, error)
+	// HasSynced is false until the services were read at least once;
+	// until then API pods fail to start, as on the kubelet.
+	HasSynced() bool
+}
+
+// Config configures a Syncer. Runtime, Images, RuntimeName, Status and
+// Volumes are required; every other field may be left zero.
+type Config struct {
+	// Runtime and Images are the CRI services.
+	Runtime criapi.RuntimeService
+	Images  criapi.ImageManagerService
+	// RuntimeName is the runtime's name (Version's RuntimeName), the
+	// scheme of container IDs in the pod status ("containerd://…").
+	RuntimeName string
+	// Status receives every pod status the syncer computes.
+	Status *podstatus.Manager
+	// Volumes mounts the pod's volumes before its containers start.
+	Volumes Volumes
+
+	// States is the PLEG the syncer reads runtime state from; nil lists
+	// the runtime on every sync (hosts without a PLEG, tests).
+	States States
+	// Probes reports probe results; nil: every container started, no
+	// probe failed, readiness as if no probes.
+	Probes Probes
+	// Objects reads configMaps and secrets; nil fails the pods that use
+	// them (loudly: CreateContainerConfigError).
+	Objects Objects
+	// Node gives the node's addresses and resources; nil: none known.
+	Node Node
+	// Services gives the service environment variables; nil: none.
+	Services Services
+	// RuntimeClass resolves a RuntimeClass name to its CRI handler; nil
+	// fails pods that name one (FailedCreatePodSandBox).
+	RuntimeClass func(ctx context.Context, name string) (string, error)
+	// Cgroups keeps the pod cgroup tree; nil leaves cgroups to the
+	// runtime's defaults (no pod-level limits, no in-place resize of the
+	// pod cgroup).
+	Cgroups *cgroups.Manager
+	// ActivePods are the pods holding resources (QoS tiers are sized by
+	// them; a resize must fit beside them). Nil: none besides the pod.
+	ActivePods func() []*v1.Pod
+	// Allocation keeps allocated resources for in-place resize; nil
+	// disables resize (the spec's resources are used as they are).
+	Allocation *allocation.Manager
+	// BeforeCreate, if set, runs before each container is created (a
+	// simulated runtime scripts its containers there).
+	BeforeCreate func(pod *v1.Pod, c *v1.Container)
+	// Network names the pod on the network: hostname, DNS, /etc/hosts.
+	Network podnet.Config
+	// Puller pulls container images; share it with the volume manager
+	// for image volumes. Nil: one is built from Images, Objects,
+	// PodLogsDir, Recorder and Clock with serialized pulls.
+	Puller *ImagePuller
+	// PodLogsDir is the pod log root; empty means DefaultPodLogsDir.
+	PodLogsDir string
+	// SeccompRoot holds Localhost seccomp profiles; empty means
+	// DefaultSeccompRoot.
+	SeccompRoot string
+	// NodeHostsFile is the base of host-network pods' /etc/hosts; empty
+	// means DefaultNodeHostsFile.
+	NodeHostsFile string
+	// MaskedPaths are the /proc and /sys paths containers see masked;
+	// nil means the kubelet's list (DefaultMaskedPaths).
+	MaskedPaths []string
+	// Recorder receives the kubelet's pod and container events; nil
+	// drops them.
+	Recorder record.EventRecorder
+	// Clock drives back-offs and deadlines; nil means the real clock.
+	Clock clock.WithTicker
+}
+
+// Syncer is a podworkers.Syncer over a CRI runtime, the SyncPod half of
+// the kubelet's kuberuntime manager. Build it with New.
+type Syncer struct {
+	rt             criapi.RuntimeService
+	states         States
+	images         criapi.ImageManagerService
+	pull           *ImagePuller
+	clock          clock.WithTicker
+	backoff        *crashBackoff
+	probes         Probes
+	status         *statusWriter
+	recorder       record.EventRecorder
+	beforeCreate   func(pod *v1.Pod, c *v1.Container)
+	logsDir        string
+	volumes        Volumes
+	objects        Objects
+	node           Node
+	services       Services
+	net            podnet.Config
+	nodeHostsFile  string
+	maskedPaths    func() []string
+	seccompRoot    string
+	runtimeHandler func(ctx context.Context, runtimeClass string) (string, error)
+	cgroups        *cgroups.Manager
+	activePods     func() []*v1.Pod
+	alloc          *allocation.Manager
+}
+
+var _ podworkers.Syncer = (*Syncer)(nil)
+
+// New validates cfg and returns a Syncer. It does no I/O.
+func New(cfg Config) (*Syncer, error) {
+	var errs []error
+	if cfg.Runtime == nil {
+		errs = append(errs, errors.New("Runtime is required"))
+	}
+	if cfg.Images == nil {
+		errs = append(errs, errors.New("Images is required"))
+	}
+	if cfg.RuntimeName == "" {
+		errs = append(errs, errors.New("RuntimeName is required (the runtime's Version RuntimeName)"))
+	}
+	if cfg.Status == nil {
+		errs = append(errs, errors.New("Status is required"))
+	}
+	if cfg.Volumes == nil {
+		errs = append(errs, errors.New("Volumes is required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("podsyncer: %w", err)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.PodLogsDir == "" {
+		cfg.PodLogsDir = DefaultPodLogsDir
+	}
+	if cfg.SeccompRoot == "" {
+		cfg.SeccompRoot = DefaultSeccompRoot
+	}
+	if cfg.NodeHostsFile == "" {
+		cfg.NodeHostsFile = DefaultNodeHostsFile
+	}
+	puller := cfg.Puller
+	if puller == nil {
+		p, err := NewImagePuller(ImagePullerConfig{Images: cfg.Images, Secrets: cfg.Objects, PodLogsDir: cfg.PodLogsDir,
+			Recorder: cfg.Recorder, Clock: cfg.Clock})
+		if err != nil {
+			return nil, err
+		}
+		puller = p
+	}
+	backoff := newCrashBackoff(cfg.Clock)
+	masked := sync.OnceValue(DefaultMaskedPaths) // read at the first container start, not here
+	if cfg.MaskedPaths != nil {
+		paths := cfg.MaskedPaths
+		masked = func() []string { return paths }
+	}
+	s := &Syncer{rt: cfg.Runtime, states: cfg.States, images: cfg.Images, pull: puller, clock: cfg.Clock,
+		backoff: backoff, probes: cfg.Probes, recorder: cfg.Recorder, beforeCreate: cfg.BeforeCreate,
+		logsDir: cfg.PodLogsDir, volumes: cfg.Volumes, objects: cfg.Objects, node: cfg.Node, services: cfg.Services,
+		net: cfg.Network, nodeHostsFile: cfg.NodeHostsFile, maskedPaths: masked,
+		seccompRoot: filepath.Clean(cfg.SeccompRoot), runtimeHandler: cfg.RuntimeClass, cgroups: cfg.Cgroups,
+		activePods: cfg.ActivePods, alloc: cfg.Allocation}
+	s.status = &statusWriter{mgr: cfg.Status, clock: cfg.Clock, runtimeName: cfg.RuntimeName, backoff: backoff,
+		alloc: cfg.Allocation, hostIPs: s.hostIPs, probes: cfg.Probes}
+	return s, nil
+}
+
+// hostIPs are the node's addresses, none without a Node.
+func (s *Syncer) hostIPs() []string {
+	if s.node == nil {
+		return nil
+	}
+	return s.node.HostIPs()
+}
+
+// memoryCapacity is the node's memory, 0 when unknown.
+func (s *Syncer) memoryCapacity() int64 {
+	if s.node == nil {
+		return 0
+	}
+	return s.node.MemoryCapacity()
+}
+
+// envPod is what container c's environment depends on besides its spec.
+func (s *Syncer) envPod(pod *v1.Pod, podIPs []string) podenv.Pod {
+	hostIPs := s.hostIPs()
+	if pod.Spec.HostNetwork {
+		podIPs = hostIPs
+	}
+	p := podenv.Pod{Pod: pod, HostIPs: hostIPs, PodIPs: podIPs}
+	if s.node != nil {
+		p.Allocatable = s.node.Allocatable()
+	}
+	if s.objects != nil {
+		p.Objects = s.objects
+	}
+	if s.services != nil {
+		p.Services = s.services.List
+		p.ServicesSynced = s.services.HasSynced()
+	}
+	return p
+}
+
+// PastDeadline reports whether the pod has run longer than its
+// activeDeadlineSeconds, counted from its start time on this node. The
+// host's sync loop syncs such a pod at once (and SyncPod fails it).
+func (s *Syncer) PastDeadline(pod *v1.Pod) bool { return s.pastDeadline(pod) }
+
+// Reject fails a pod that admission refused: its status becomes Failed
+// with reason and message, every container waiting, as the kubelet's.
+func (s *Syncer) Reject(pod *v1.Pod, reason, message string) {
+	s.status.write(context.Background(), pod, &podRuntime{}, func(st *v1.PodStatus) {
+		st.Phase, st.Reason, st.Message = v1.PodFailed, reason, message
+	})
+}
