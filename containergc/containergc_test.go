@@ -3,12 +3,16 @@ package containergc
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func ctr(id, sandbox, pod, name string, created int64, state runtimeapi.ContainerState) *runtimeapi.Container {
@@ -121,3 +125,55 @@ func TestCollect(t *testing.T) {
 	assert.Equal(t, []string{"c1", "c2"}, sel.Containers)
 	assert.Equal(t, []string{"c2", "s1"}, rt.removed, "the rest still goes")
 }
+
+func TestCollectorKeepsEverythingUntilSourcesAreReady(t *testing.T) {
+	rt := &fakeRuntime{containers: []*runtimeapi.Container{ctr("c1", "s1", "unknown", "a", 1, exited)},
+		sandboxes: []*runtimeapi.PodSandbox{sandbox("s1", "unknown", 1, false)}}
+	ready := false
+	c, err := NewCollector(CollectorConfig{Runtime: rt, PodExists: func(types.UID) bool { return false },
+		SourcesReady: func() bool { return ready }})
+	require.NoError(t, err)
+	require.NoError(t, c.Collect(context.Background()))
+	assert.Empty(t, rt.removed, "a pod whose config has not arrived yet keeps its newest instance")
+	ready = true
+	require.NoError(t, c.Collect(context.Background()))
+	assert.Equal(t, []string{"c1", "s1"}, rt.removed)
+}
+
+func TestNewCollectorValidates(t *testing.T) {
+	_, err := NewCollector(CollectorConfig{})
+	require.Error(t, err)
+	_, err = NewCollector(CollectorConfig{Runtime: &fakeRuntime{}, PodExists: func(types.UID) bool { return true }, Period: -time.Second})
+	require.ErrorContains(t, err, "negative")
+}
+
+func TestCollectorRunsEveryPeriod(t *testing.T) {
+	rt := &countingRuntime{}
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	c, err := NewCollector(CollectorConfig{Runtime: rt, PodExists: func(types.UID) bool { return true }, Clock: clk})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	require.Eventually(t, func() bool { return rt.lists.Load() == 1 && clk.HasWaiters() }, 5*time.Second, time.Millisecond, "a pass at once")
+	clk.Step(DefaultPeriod - time.Second)
+	assert.Equal(t, int64(1), rt.lists.Load())
+	clk.Step(time.Second)
+	require.Eventually(t, func() bool { return rt.lists.Load() == 2 }, 5*time.Second, time.Millisecond, "and one per period")
+	cancel()
+	require.NoError(t, <-done)
+}
+
+// countingRuntime counts passes (its ListContainers calls); it holds
+// nothing.
+type countingRuntime struct {
+	fakeRuntime
+	lists atomic.Int64
+}
+
+func (c *countingRuntime) ListContainers(ctx context.Context, f *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	c.lists.Add(1)
+	return nil, nil
+}
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -119,6 +119,8 @@ type Sim struct {
 	conditions []*runtimeapi.RuntimeCondition
 	imageFs    *FsUsage
 	subs       map[*subscriber]struct{}
+	// scriptedPods are the pod UID/container pairs ScriptFromPod did.
+	scriptedPods map[string]bool
 }
 
 // New returns a Sim with no pods, the images of cfg.Images, and healthy

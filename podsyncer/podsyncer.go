@@ -141,8 +141,10 @@ type Config struct {
 	// disables resize (the spec's resources are used as they are).
 	Allocation *allocation.Manager
 	// BeforeCreate, if set, runs before each container is created (a
-	// simulated runtime scripts its containers there).
-	BeforeCreate func(pod *v1.Pod, c *v1.Container)
+	// simulated runtime scripts its containers there: crisim's
+	// ScriptFromPod); an error fails the start with
+	// CreateContainerConfigError.
+	BeforeCreate func(pod *v1.Pod, c *v1.Container) error
 	// Network names the pod on the network: hostname, DNS, /etc/hosts.
 	Network podnet.Config
 	// Puller pulls container images; share it with the volume manager
@@ -179,7 +181,7 @@ type Syncer struct {
 	probes         Probes
 	status         *statusWriter
 	recorder       record.EventRecorder
-	beforeCreate   func(pod *v1.Pod, c *v1.Container)
+	beforeCreate   func(pod *v1.Pod, c *v1.Container) error
 	logsDir        string
 	volumes        Volumes
 	objects        Objects
@@ -302,5 +304,5 @@ func (s *Syncer) PastDeadline(pod *v1.Pod) bool { return s.pastDeadline(pod) }
 func (s *Syncer) Reject(pod *v1.Pod, reason, message string) {
 	s.status.write(context.Background(), pod, &podRuntime{}, func(st *v1.PodStatus) {
 		st.Phase, st.Reason, st.Message = v1.PodFailed, reason, message
-	})
+	}, false)
 }

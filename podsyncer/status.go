@@ -70,12 +70,14 @@ func (w *statusWriter) startError(uid types.UID, name string) (v1.ContainerState
 
 // write computes the pod's status, applies statusFn and hands it to the
 // status manager, which writes it (to the mirror pod for a static pod).
-func (w *statusWriter) write(ctx context.Context, pod *v1.Pod, rtp *podRuntime, statusFn podworkers.StatusFunc) {
+// terminal: the pod's containers were stopped for good (SyncTerminatingPod,
+// SyncTerminatedPod): nothing restarts, and the phase is final.
+func (w *statusWriter) write(ctx context.Context, pod *v1.Pod, rtp *podRuntime, statusFn podworkers.StatusFunc, terminal bool) {
 	old, ok := w.mgr.PodStatus(pod.UID)
 	if !ok {
 		old = *pod.Status.DeepCopy()
 	}
-	status := w.build(ctx, pod, rtp, &old)
+	status := w.build(ctx, pod, rtp, &old, terminal)
 	if statusFn != nil {
 		statusFn(&status)
 	}
@@ -104,7 +106,7 @@ func (w *statusWriter) startTime(pod *v1.Pod) *metav1.Time {
 }
 
 // build computes the status of pod from its runtime state.
-func (w *statusWriter) build(ctx context.Context, pod *v1.Pod, rtp *podRuntime, old *v1.PodStatus) v1.PodStatus {
+func (w *statusWriter) build(ctx context.Context, pod *v1.Pod, rtp *podRuntime, old *v1.PodStatus, terminal bool) v1.PodStatus {
 	now := metav1.NewTime(w.clock.Now())
 	s := v1.PodStatus{StartTime: old.StartTime, QOSClass: cgroups.QOSClass(pod)} // as the API server set it
 	if s.StartTime == nil {
@@ -133,17 +135,28 @@ func (w *statusWriter) build(ctx context.Context, pod *v1.Pod, rtp *podRuntime, 
 		appsRan = appsRan || rtp.latest(pod.Spec.Containers[i].Name) != nil
 	}
 	for i := range pod.Spec.InitContainers {
-		s.InitContainerStatuses = append(s.InitContainerStatuses, w.containerStatus(pod, &pod.Spec.InitContainers[i], rtp, "PodInitializing"))
+		s.InitContainerStatuses = append(s.InitContainerStatuses, w.containerStatus(pod, &pod.Spec.InitContainers[i], rtp, "PodInitializing", terminal))
 	}
 	for i := range pod.Spec.Containers {
-		s.ContainerStatuses = append(s.ContainerStatuses, w.containerStatus(pod, &pod.Spec.Containers[i], rtp, "ContainerCreating"))
+		s.ContainerStatuses = append(s.ContainerStatuses, w.containerStatus(pod, &pod.Spec.Containers[i], rtp, "ContainerCreating", terminal))
 	}
 	for i := range pod.Spec.EphemeralContainers {
 		c := (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
-		s.EphemeralContainerStatuses = append(s.EphemeralContainerStatuses, w.containerStatus(pod, c, rtp, "ContainerCreating"))
+		s.EphemeralContainerStatuses = append(s.EphemeralContainerStatuses, w.containerStatus(pod, c, rtp, "ContainerCreating", terminal))
 	}
 	if w.probes != nil {
 		w.probes.UpdatePodStatus(ctx, pod, &s)
+	} else {
+		// No prober: ready as a container without probes is, running (a
+		// sidecar) or, for an init container, completed.
+		for i := range s.ContainerStatuses {
+			s.ContainerStatuses[i].Ready = s.ContainerStatuses[i].State.Running != nil
+		}
+		for i := range s.InitContainerStatuses {
+			cs := &s.InitContainerStatuses[i]
+			done := cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+			cs.Ready = done || cs.State.Running != nil && kubetypes.IsSidecar(&pod.Spec.InitContainers[i])
+		}
 	}
 	var incomplete []string
 	for i, cs := range s.InitContainerStatuses {
@@ -163,7 +176,7 @@ func (w *statusWriter) build(ctx context.Context, pod *v1.Pod, rtp *podRuntime, 
 			}
 		}
 	}
-	s.Phase = podPhase(pod, &s, initialized)
+	s.Phase = podPhase(pod, &s, initialized, terminal)
 	s.ObservedGeneration = pod.Generation
 	var resize []v1.PodCondition
 	if w.alloc != nil {
@@ -267,7 +280,7 @@ func conditions(old *v1.PodStatus, now metav1.Time, cs ...v1.PodCondition) []v1.
 	return cs
 }
 
-func (w *statusWriter) containerStatus(pod *v1.Pod, c *v1.Container, rtp *podRuntime, waitReason string) v1.ContainerStatus {
+func (w *statusWriter) containerStatus(pod *v1.Pod, c *v1.Container, rtp *podRuntime, waitReason string, terminal bool) v1.ContainerStatus {
 	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image, State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: waitReason}}}
 	failed, hasFailed := w.startError(pod.UID, c.Name)
 	if hasFailed {
@@ -305,7 +318,7 @@ func (w *statusWriter) containerStatus(pod *v1.Pod, c *v1.Container, rtp *podRun
 	case runtimeapi.ContainerState_CONTAINER_EXITED:
 		t := terminated(c, st, w.runtimeName)
 		cs.State = v1.ContainerState{Terminated: t}
-		if restartsAfter(pod, c, st.ExitCode) {
+		if !terminal && restartsAfter(pod, c, st.ExitCode) {
 			if hasFailed {
 				cs.LastTerminationState = v1.ContainerState{Terminated: t}
 				cs.State = v1.ContainerState{Waiting: &failed}
@@ -334,8 +347,10 @@ func terminated(c *v1.Container, st *runtimeapi.ContainerStatus, runtimeName str
 
 // podPhase follows the kubelet: Pending while initialising or a container
 // waits for its first start; Running while one runs (or restarts); then
-// Succeeded or Failed by the restart policy.
-func podPhase(pod *v1.Pod, s *v1.PodStatus, initialized bool) v1.PodPhase {
+// Succeeded or Failed by the restart policy — or, once the pod's
+// containers were stopped for good (terminal), by their exit codes
+// whatever the policy (static pods excepted, as upstream).
+func podPhase(pod *v1.Pod, s *v1.PodStatus, initialized, terminal bool) v1.PodPhase {
 	if !initialized {
 		for i, cs := range s.InitContainerStatuses {
 			if kubetypes.IsSidecar(&pod.Spec.InitContainers[i]) {
@@ -368,6 +383,11 @@ func podPhase(pod *v1.Pod, s *v1.PodStatus, initialized bool) v1.PodPhase {
 		return v1.PodPending
 	case running > 0:
 		return v1.PodRunning
+	case terminal && stopped > 0 && !kubetypes.IsStatic(pod):
+		if stopped == succeeded {
+			return v1.PodSucceeded
+		}
+		return v1.PodFailed
 	case pod.Spec.RestartPolicy == v1.RestartPolicyAlways:
 		return v1.PodRunning
 	case stopped == succeeded:

@@ -81,7 +81,7 @@ func TestStatusGolden(t *testing.T) {
 			w := &statusWriter{mgr: mgr, clock: clk, runtimeName: "containerd", backoff: backoff,
 				hostIPs: func() []string { return []string{"192.0.2.2", "2001:db8::2"} },
 				probes:  readyWhenRunning{}}
-			w.write(context.Background(), tc.pod, tc.rtp, nil)
+			w.write(context.Background(), tc.pod, tc.rtp, nil, false)
 			got, ok := mgr.PodStatus(tc.pod.UID)
 			require.True(t, ok)
 			data, err := json.MarshalIndent(got, "", "  ")

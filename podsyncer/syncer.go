@@ -187,7 +187,7 @@ func (s *Syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v
 		s.event(pod, v1.EventTypeNormal, "DeadlineExceeded", "%s", msg)
 		s.status.write(ctx, pod, rtp, func(st *v1.PodStatus) {
 			st.Phase, st.Reason, st.Message = v1.PodFailed, "DeadlineExceeded", msg
-		})
+		}, false)
 		return true, nil // the pod worker stops its containers
 	}
 	pod = s.allocate(ctx, pod)
@@ -195,7 +195,7 @@ func (s *Syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v
 	if plan.Done {
 		// Finished for good: the pod worker terminates what still runs
 		// (sidecars) through SyncTerminatingPod.
-		s.status.write(ctx, pod, rtp, nil)
+		s.status.write(ctx, pod, rtp, nil, false)
 		return true, nil
 	}
 	// Volumes first, on every sync of a pod that still runs something:
@@ -205,11 +205,11 @@ func (s *Syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v
 		s.objects.Register(ctx, pod)
 	}
 	if err := s.ensurePodCgroup(ctx, pod); err != nil {
-		s.status.write(ctx, pod, rtp, nil)
+		s.status.write(ctx, pod, rtp, nil, false)
 		return false, err
 	}
 	if err := s.volumes.SetUpPod(ctx, pod); err != nil {
-		s.status.write(ctx, pod, rtp, nil)
+		s.status.write(ctx, pod, rtp, nil, false)
 		return false, err
 	}
 	if plan.KillPod {
@@ -219,6 +219,7 @@ func (s *Syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v
 	}
 	if plan.CreateSandbox {
 		if err := s.createSandbox(ctx, pod, plan.Attempt); err != nil {
+			s.status.write(ctx, pod, rtp, nil, false) // Pending, its containers waiting
 			return false, err
 		}
 		if rtp, err = s.runtimeState(ctx, pod.UID, true); err != nil {
@@ -238,7 +239,7 @@ func (s *Syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v
 		}
 	}
 	s.actuateResize(ctx, pod, rtp)
-	s.status.write(ctx, pod, rtp, nil)
+	s.status.write(ctx, pod, rtp, nil, false)
 	return s.plan(pod, rtp).Done, syncErr
 }
 
@@ -466,13 +467,13 @@ func (s *Syncer) start(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandb
 	if err == nil {
 		err = s.checkNonRoot(ctx, pod, c)
 	}
+	if err == nil && s.beforeCreate != nil {
+		err = s.beforeCreate(pod, c)
+	}
 	if err != nil {
 		s.status.startFailed(pod.UID, c.Name, "CreateContainerConfigError", err.Error())
 		s.containerEvent(pod, c, v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return fmt.Errorf("container %s: %w", c.Name, err)
-	}
-	if s.beforeCreate != nil {
-		s.beforeCreate(pod, c)
 	}
 	id, err := s.rt.CreateContainer(ctx, sb.Id, cfg, sbCfg)
 	if err != nil {
@@ -487,7 +488,9 @@ func (s *Syncer) start(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandb
 	}
 	s.containerEvent(pod, c, v1.EventTypeNormal, "Created", "Container created")
 	if err := s.rt.StartContainer(ctx, id); err != nil {
-		s.containerEvent(pod, c, v1.EventTypeWarning, "Failed", "Error: %s", grpcstatus.Convert(err).Message())
+		msg := grpcstatus.Convert(err).Message()
+		s.status.startFailed(pod.UID, c.Name, "RunContainerError", msg)
+		s.containerEvent(pod, c, v1.EventTypeWarning, "Failed", "Error: %s", msg)
 		return fmt.Errorf("start container %s: %w", c.Name, err)
 	}
 	s.containerEvent(pod, c, v1.EventTypeNormal, "Started", "Container started")
@@ -601,7 +604,7 @@ func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, grace int6
 	if rtp, err = s.runtimeState(ctx, pod.UID, true); err != nil {
 		return err
 	}
-	s.status.write(ctx, pod, rtp, statusFn)
+	s.status.write(ctx, pod, rtp, statusFn, true)
 	return nil
 }
 
@@ -629,7 +632,7 @@ func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error {
 	if err != nil {
 		return err
 	}
-	s.status.write(ctx, pod, rtp, nil)
+	s.status.write(ctx, pod, rtp, nil, false)
 	// A pod that finished but still exists keeps its dead containers, so
 	// that its logs and last states stay readable (the kubelet keeps them
 	// until the pod is deleted); housekeeping removes them after that.

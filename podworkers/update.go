@@ -187,3 +187,22 @@ func (w *Workers) Resync(uid types.UID) error {
 	}
 	return nil
 }
+
+// KillPodNow evicts pod through its worker with the given grace period
+// (zero forces an immediate kill; statusFn, if set, edits the final
+// status) and waits until its containers are stopped or ctx is done, as
+// the kubelet's killPodNow. It fits eviction.Config.KillPod.
+func (w *Workers) KillPodNow(ctx context.Context, pod *v1.Pod, grace int64, statusFn func(*v1.PodStatus)) error {
+	done := make(chan struct{})
+	err := w.UpdatePod(ctx, Update{Type: UpdateKill, Pod: pod,
+		Kill: &KillOptions{GracePeriodOverride: &grace, Force: grace == 0, Evict: true, StatusFunc: StatusFunc(statusFn), Completed: done}})
+	if err != nil {
+		return err
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -202,3 +202,32 @@ func TestResultZeroValueIsUnknown(t *testing.T) {
 	require.Equal(t, "Unknown", r.String())
 	require.Equal(t, "Success", Success.String())
 }
+
+func TestContainerStateForAPodSyncer(t *testing.T) {
+	e := newEnv(t)
+	pod := testPod("p", execProbe("live"), nil, execProbe("start"))
+	require.NoError(t, e.m.AddPod(pod))
+	e.m.UpdatePodStatus(e.ctx, pod, runningStatus(cid, epoch))
+	started, live, start := e.m.ContainerState(pod, "app", "c1")
+	require.False(t, started, "a startup probe that has not passed yet")
+	require.False(t, live || start, "no failure yet")
+
+	e.runner.set("start", 1)
+	for range 3 { // the startup probe's failureThreshold
+		e.step(10 * time.Second)
+	}
+	started, _, start = e.m.ContainerState(pod, "app", "c1")
+	require.False(t, started)
+	require.True(t, start, "the startup probe failed: restart it")
+
+	plain := testPod("q", execProbe("live"), nil, nil)
+	require.NoError(t, e.m.AddPod(plain))
+	e.m.UpdatePodStatus(e.ctx, plain, runningStatus("crisim://c2", epoch))
+	e.runner.set("live", 1)
+	for range 3 {
+		e.step(10 * time.Second)
+	}
+	started, live, _ = e.m.ContainerState(plain, "app", "c2")
+	require.True(t, started, "no startup probe: started")
+	require.True(t, live, "found by the bare runtime ID")
+}

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodekit/nodekit/crisim"
-	"github.com/nodekit/nodekit/examples/kubelet/agent"
 )
 
 // TestReferenceAgentRuntimeFaultsMidPlan fails the runtime in the middle
@@ -35,7 +34,7 @@ func TestReferenceAgentRuntimeFaultsMidPlan(t *testing.T) {
 
 	always := v1.ContainerRestartPolicyAlways
 	// The simulator runs containers until scripted to exit: init does after 1s.
-	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "faulty", Annotations: map[string]string{agent.AnnotationSimPrefix + "init": "exit-after=1s exit-code=0"}}, Spec: v1.PodSpec{NodeName: node, RestartPolicy: v1.RestartPolicyNever,
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "faulty", Annotations: map[string]string{crisim.AnnotationScriptPrefix + "init": "exit-after=1s exit-code=0"}}, Spec: v1.PodSpec{NodeName: node, RestartPolicy: v1.RestartPolicyNever,
 		InitContainers: []v1.Container{{Name: "init", Image: "busybox"}, {Name: "side", Image: "busybox", RestartPolicy: &always}},
 		Containers:     []v1.Container{{Name: "a", Image: "busybox"}, {Name: "b", Image: "busybox"}}}}
 	_, err := admin.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})

@@ -29,6 +29,7 @@ import (
 
 	"github.com/nodekit/nodekit/crisim"
 	"github.com/nodekit/nodekit/examples/kubelet/agent"
+	"github.com/nodekit/nodekit/nodeclaim"
 )
 
 // apiWatch is the agent's transport as the tests see it: it can cut the
@@ -357,13 +358,13 @@ func TestReferenceAgentFaultDuplicateNodeName(t *testing.T) {
 	require.Eventually(t, func() bool { return !leaseRenewTime(t, admin, node).IsZero() }, 30*time.Second, 50*time.Millisecond)
 	n, err := admin.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
 	require.NoError(t, err)
-	idA := n.Annotations[agent.AnnotationAgentID]
+	idA := n.Annotations[nodeclaim.AnnotationAgentID]
 	require.NotEmpty(t, idA)
 
 	second := startAgent(t, node, crisim.New(crisim.Config{}), rootB, nil)
 	select {
 	case err := <-second.done:
-		require.ErrorIs(t, err, agent.ErrNodeClaimed)
+		require.ErrorIs(t, err, nodeclaim.ErrNodeClaimed)
 		assert.ErrorContains(t, err, idA)
 	case <-time.After(30 * time.Second):
 		t.Fatal("the second agent did not refuse")
@@ -371,14 +372,14 @@ func TestReferenceAgentFaultDuplicateNodeName(t *testing.T) {
 	second.cancel()
 	n, err = admin.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, idA, n.Annotations[agent.AnnotationAgentID], "the first agent keeps its node")
+	assert.Equal(t, idA, n.Annotations[nodeclaim.AnnotationAgentID], "the first agent keeps its node")
 
 	// A clean stop releases the node: the annotation goes, and the same
 	// agent restarted on its state (or any agent) starts at once.
 	require.NoError(t, first.stop(t))
 	n, err = admin.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.NotContains(t, n.Annotations, agent.AnnotationAgentID, "released on a clean stop")
+	assert.NotContains(t, n.Annotations, nodeclaim.AnnotationAgentID, "released on a clean stop")
 	first = startAgent(t, node, sim, rootA, nil)
 	require.Eventually(t, func() bool { return leaseRenewTime(t, admin, node).After(time.Now().Add(-2 * time.Second)) }, 30*time.Second, 50*time.Millisecond)
 	require.NoError(t, first.stop(t))
@@ -387,7 +388,7 @@ func TestReferenceAgentFaultDuplicateNodeName(t *testing.T) {
 	// would have left it) and its lease expired: the second takes over.
 	n, err = admin.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
 	require.NoError(t, err)
-	n.Annotations[agent.AnnotationAgentID] = idA
+	n.Annotations[nodeclaim.AnnotationAgentID] = idA
 	_, err = admin.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	l, err := admin.CoordinationV1().Leases("kube-node-lease").Get(context.Background(), node, metav1.GetOptions{})
@@ -398,7 +399,7 @@ func TestReferenceAgentFaultDuplicateNodeName(t *testing.T) {
 	second = startAgent(t, node, crisim.New(crisim.Config{}), rootB, nil)
 	require.Eventually(t, func() bool {
 		n, err := admin.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
-		return err == nil && n.Annotations[agent.AnnotationAgentID] != idA && n.Annotations[agent.AnnotationAgentID] != ""
+		return err == nil && n.Annotations[nodeclaim.AnnotationAgentID] != idA && n.Annotations[nodeclaim.AnnotationAgentID] != ""
 	}, 30*time.Second, 50*time.Millisecond, "taken over")
 	require.NoError(t, second.stop(t))
 }

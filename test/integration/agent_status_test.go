@@ -110,7 +110,7 @@ func TestReferenceAgentStatusOwnership(t *testing.T) {
 	assert.Equal(t, "PreemptionByScheduler", podCondition(p, v1.DisruptionTarget).Reason)
 
 	// A finished pod stays finished, whatever is written to it later.
-	done := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "done", Annotations: map[string]string{agent.AnnotationSimPrefix + "app": "exit-after=1s exit-code=0"}},
+	done := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "done", Annotations: map[string]string{crisim.AnnotationScriptPrefix + "app": "exit-after=1s exit-code=0"}},
 		Spec: v1.PodSpec{NodeName: node, RestartPolicy: v1.RestartPolicyNever, Containers: []v1.Container{{Name: "app", Image: "busybox"}}}}
 	_, err = admin.CoreV1().Pods("default").Create(ctx, done, metav1.CreateOptions{})
 	require.NoError(t, err)

@@ -136,7 +136,7 @@ func TestReferenceAgentEndToEnd(t *testing.T) {
 	mk("web", nil, v1.Container{Name: "web", Resources: limits,
 		ReadinessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Host: "127.0.0.1", Port: port}}, PeriodSeconds: 1},
 		LivenessProbe:  &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"check"}}}, PeriodSeconds: 1, FailureThreshold: 1}})
-	mk("crasher", map[string]string{agent.AnnotationSimPrefix + "app": "exit-after=1s exit-code=1"}, v1.Container{Name: "app", Resources: limits})
+	mk("crasher", map[string]string{crisim.AnnotationScriptPrefix + "app": "exit-after=1s exit-code=1"}, v1.Container{Name: "app", Resources: limits})
 	grace := int64(5)
 	mk("hog", nil, v1.Container{Name: "hog"})
 

@@ -8,9 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
@@ -35,9 +33,11 @@ import (
 	"github.com/nodekit/nodekit/eviction"
 	"github.com/nodekit/nodekit/kubeletapi"
 	"github.com/nodekit/nodekit/lease"
+	"github.com/nodekit/nodekit/nodeclaim"
 	"github.com/nodekit/nodekit/nodestatus"
 	"github.com/nodekit/nodekit/objects"
 	"github.com/nodekit/nodekit/pleg"
+	"github.com/nodekit/nodekit/podhandler"
 	"github.com/nodekit/nodekit/podmanager"
 	"github.com/nodekit/nodekit/podstatus"
 	"github.com/nodekit/nodekit/podsyncer"
@@ -61,10 +61,8 @@ type Agent struct {
 	tempDir   string // removed on close
 	rt        criapi.RuntimeService
 	images    criapi.ImageManagerService
-	runtimeID string // the runtime's name, the containerID scheme
-	agentID   string // this instance, AnnotationAgentID (cluster mode)
-	// stop ends Run with a cause (set while Run runs).
-	stop context.CancelCauseFunc
+	runtimeID string           // the runtime's name, the containerID scheme
+	claim     *nodeclaim.Claim // one live agent per node (cluster mode)
 
 	pleg       *pleg.Generator
 	workers    *podworkers.Workers
@@ -91,8 +89,8 @@ type Agent struct {
 
 	pods *podmanager.Manager
 
-	gcMu   sync.Mutex
-	lastGC time.Time // of the last container GC pass
+	handler *podhandler.Handler
+	gc      *containergc.Collector
 }
 
 // New connects to the runtime (starting the simulator if asked) and builds
@@ -270,7 +268,7 @@ func (a *Agent) build(ctx context.Context) error {
 		PodLogsDir: a.opts.PodLogsDir, SeccompRoot: filepath.Join(a.opts.RootDir, "seccomp"), Recorder: a.recorder, Clock: a.opts.Clock,
 		Network: podnet.Config{ClusterDNS: a.opts.ClusterDNS, ClusterDomain: a.opts.ClusterDomain, ResolvConf: a.opts.ResolvConf}}
 	if a.sim != nil {
-		syncCfg.BeforeCreate = simScripter(a.sim)
+		syncCfg.BeforeCreate = a.sim.ScriptFromPod
 	}
 	if a.client != nil {
 		syncCfg.Objects, syncCfg.RuntimeClass = a.objects, a.runtimeHandler
@@ -283,13 +281,17 @@ func (a *Agent) build(ctx context.Context) error {
 		Clock: a.opts.Clock, Recorder: a.recorder, Registerer: a.registry}); err != nil {
 		return err
 	}
+	// Container GC keeps everything until every source said what it
+	// wants (the loop is built below, before anything runs).
+	if a.gc, err = containergc.NewCollector(containergc.CollectorConfig{Runtime: a.rt, Clock: a.opts.Clock,
+		PodExists:    func(uid types.UID) bool { _, ok := a.pods.Get(uid); return ok },
+		SourcesReady: func() bool { return a.loop.SourcesReady() }}); err != nil {
+		return err
+	}
 	if err := a.buildEviction(); err != nil {
 		return err
 	}
 	if err := a.buildAdmission(ctx); err != nil {
-		return err
-	}
-	if err := a.buildLoop(); err != nil {
 		return err
 	}
 	if err := a.buildAPI(); err != nil {
@@ -306,7 +308,7 @@ func (a *Agent) build(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return a.buildLoop()
 }
 
 // nodeView is the node as the pod syncer sees it: the last reported
@@ -411,9 +413,9 @@ func (a *Agent) buildEviction() error {
 		a.summary = &simSummary{inner: host, capacity: a.opts.MemoryCapacity}
 	}
 	a.evict, err = eviction.New(eviction.Config{
-		Thresholds: thresholds, Summary: a.summary, ActivePods: a.activePods, KillPod: a.killPod,
+		Thresholds: thresholds, Summary: a.summary, ActivePods: a.activePods, KillPod: a.workers.KillPodNow,
 		PodCleanedUp:             func(p *v1.Pod) bool { return a.workers.ShouldPodBeFinished(p.UID) },
-		DeleteUnusedContainers:   a.collectContainers,
+		DeleteUnusedContainers:   a.gc.Collect,
 		PressureTransitionPeriod: a.opts.EvictionPressureTransitionPeriod,
 		Recorder:                 a.recorder, NodeRef: a.nodeRef(), Clock: a.opts.Clock, Registerer: a.registry,
 	})
@@ -453,24 +455,6 @@ func (a *Agent) activePods() []*v1.Pod {
 	return a.pods.Active(a.workers.IsPodKnownTerminated)
 }
 
-// killPod evicts a pod through the pod workers and waits for its containers
-// to stop.
-func (a *Agent) killPod(ctx context.Context, pod *v1.Pod, grace int64, updateStatus func(*v1.PodStatus)) error {
-	done := make(chan struct{})
-	err := a.workers.UpdatePod(ctx, podworkers.Update{Type: podworkers.UpdateKill, Pod: pod,
-		Kill: &podworkers.KillOptions{GracePeriodOverride: &grace, Force: grace == 0, Evict: true,
-			StatusFunc: podworkers.StatusFunc(updateStatus), Completed: done}})
-	if err != nil {
-		return err
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 func (a *Agent) buildLoop() error {
 	var sources []syncloop.Source
 	var errs []error
@@ -496,64 +480,50 @@ func (a *Agent) buildLoop() error {
 		return err
 	}
 	var err error
+	cfg := podhandler.Config{Workers: a.workers, Pods: a.pods, Admit: a.admit, Reject: a.syncer, Probes: a.probes,
+		Statuses: a.statusMgr, Runtime: a.rt, Deadlines: a.syncer, Recorder: a.recorder, Clock: a.opts.Clock,
+		Orphans: []podhandler.OrphanCleaner{a.volumes}}
+	if a.cgroups != nil {
+		cfg.Orphans = append(cfg.Orphans, cgroupCleanup{a.cgroups, a.activePods})
+	}
+	if a.client != nil {
+		cfg.MirrorClient, cfg.Node = a.client.CoreV1(), a.nodeStatus
+	}
+	if a.handler, err = podhandler.New(cfg); err != nil {
+		return err
+	}
 	a.loop, err = syncloop.New(syncloop.Config{
-		Handler: a, Sources: sources,
+		Handler: a.handler, Sources: sources,
 		RuntimeHealth: a.pleg.Healthy,
-		PodsToSync:    a.podsToSync,
-		PodByUID:      a.podByUID,
+		PodsToSync:    a.handler.PodsToSync,
+		PodByUID:      a.handler.PodByUID,
 		Recorder:      a.recorder, Clock: a.opts.Clock, Registerer: a.registry,
 	})
 	return err
 }
 
-// containerGCPeriod is the kubelet's ContainerGCPeriod.
-const containerGCPeriod = time.Minute
-
-// collectContainers removes dead containers and sandboxes as the kubelet's
-// container GC does (eviction's reclaim calls it too): a pod the agent
-// still knows keeps the newest dead instance of each container and its
-// newest sandbox.
-func (a *Agent) collectContainers(ctx context.Context) error {
-	a.gcMu.Lock()
-	defer a.gcMu.Unlock()
-	a.lastGC = a.opts.Clock.Now()
-	_, err := containergc.Collect(ctx, a.rt, containergc.Policy{}, func(uid types.UID) bool {
-		_, ok := a.podByUID(uid)
-		return ok
-	})
-	return err
+// cgroupCleanup sizes the QoS tiers for the pods that remain, then
+// removes the cgroups of pods that are gone (their stragglers killed).
+type cgroupCleanup struct {
+	cg     *cgroups.Manager
+	active func() []*v1.Pod
 }
 
-// containerGCDue reports whether a GC period passed since the last pass.
-func (a *Agent) containerGCDue() bool {
-	a.gcMu.Lock()
-	defer a.gcMu.Unlock()
-	return a.opts.Clock.Since(a.lastGC) >= containerGCPeriod
-}
-
-func (a *Agent) podByUID(uid types.UID) (*v1.Pod, bool) {
-	return a.pods.Get(uid)
-}
-
-// podsToSync returns the pods whose resync or retry is due; due pods no
-// longer in config are resynced with their last known state.
-func (a *Agent) podsToSync() []types.UID {
-	var out []types.UID
-	due := map[types.UID]bool{}
-	for _, uid := range a.workers.DuePods() {
-		if _, ok := a.podByUID(uid); ok {
-			out = append(out, uid)
-			due[uid] = true
-		} else {
-			_ = a.workers.Resync(uid)
+func (c cgroupCleanup) CleanupOrphans(ctx context.Context, keep func(types.UID) bool) error {
+	if err := c.cg.UpdateQoS(c.active()); err != nil {
+		klog.FromContext(ctx).Error(err, "Update QoS cgroups")
+	}
+	pods, err := c.cg.Pods()
+	if err != nil {
+		return fmt.Errorf("list pod cgroups: %w", err)
+	}
+	for uid, cg := range pods {
+		if keep(uid) {
+			continue
+		}
+		if err := c.cg.Destroy(ctx, cg); err != nil {
+			klog.FromContext(ctx).V(2).Info("Pod cgroup not removed yet", "uid", uid, "err", err)
 		}
 	}
-	// Pods past their activeDeadlineSeconds are synced at once (and
-	// killed), not at their next periodic sync.
-	for _, p := range a.activePods() {
-		if !due[p.UID] && p.Spec.ActiveDeadlineSeconds != nil && !a.workers.IsPodTerminationRequested(p.UID) && a.syncer.PastDeadline(p) {
-			out = append(out, p.UID)
-		}
-	}
-	return out
+	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodekit/nodekit/eviction"
+	"github.com/nodekit/nodekit/nodeclaim"
 	"github.com/nodekit/nodekit/nodestatus"
 	"github.com/nodekit/nodekit/nodestatus/cadvisorinfo"
 )
@@ -50,8 +51,16 @@ func (a *Agent) buildNodeStatus(ctx context.Context) error {
 	if a.sim != nil {
 		addr.ValidateIP = func(net.IP) error { return nil } // a simulated address
 	}
+	id, err := nodeclaim.LoadID(a.opts.RootDir)
+	if err != nil {
+		return err
+	}
+	if a.claim, err = nodeclaim.New(nodeclaim.Config{Nodes: a.client.CoreV1(), Leases: a.client.CoordinationV1(),
+		NodeName: a.opts.NodeName, ID: id, Clock: a.opts.Clock}); err != nil {
+		return err
+	}
 	var b nodestatus.Builder
-	b.Add(a.claimSetter, nil) // first: a node taken over stops this agent
+	b.Add(a.claim.Setter, nil) // first: a node taken over stops this agent
 	b.Add(nodestatus.NodeAddress(addr))
 	b.Add(nodestatus.MachineInfo(machine))
 	b.Add(nodestatus.VersionInfo(nodestatus.VersionConfig{Runtime: func(ctx context.Context) (string, string, error) {
@@ -80,11 +89,8 @@ func (a *Agent) buildNodeStatus(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if a.agentID, err = loadAgentID(a.opts.RootDir); err != nil {
-		return err
-	}
 	a.nodeStatus, err = nodestatus.New(nodestatus.Config{Client: a.client.CoreV1(), NodeName: a.opts.NodeName,
-		Annotations: map[string]string{AnnotationAgentID: a.agentID},
+		Annotations: a.claim.Annotations(),
 		Setters:     setters, Clock: clk, OnRegistered: func(n *v1.Node) { a.lease.SetNodeUID(n.Name, n.UID) }})
 	return err
 }

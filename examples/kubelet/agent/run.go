@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodekit/nodekit/kubetypes"
+	"github.com/nodekit/nodekit/nodeclaim"
 	"github.com/nodekit/nodekit/pleg"
 	"github.com/nodekit/nodekit/prober"
 )
@@ -23,7 +24,6 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer a.close(context.WithoutCancel(ctx))
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	a.stop = cancel
 	var wg sync.WaitGroup
 	start := func(name string, run func(context.Context) error) {
 		wg.Add(1)
@@ -33,6 +33,11 @@ func (a *Agent) Run(ctx context.Context) error {
 				cancel(prefixed(name, err))
 			}
 		}()
+	}
+	if a.claim != nil {
+		if err := a.claim.Check(ctx); err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
 	}
 	if a.cgroups != nil {
 		if err := a.cgroups.Setup(ctx); err != nil {
@@ -50,22 +55,26 @@ func (a *Agent) Run(ctx context.Context) error {
 	start("podworkers", a.workers.Run)
 	start("status", a.statusMgr.Run)
 	start("eviction", a.evict.Run)
+	start("containergc", a.gc.Run)
 	start("syncloop", a.loop.Run)
 	if a.nodeStatus != nil {
-		if err := a.claimNode(ctx); err != nil {
-			cancel(err)
-			wg.Wait()
-			return err
-		}
 		start("nodestatus", a.nodeStatus.Run)
 		start("lease", a.lease.Run)
+		start("nodeclaim", func(ctx context.Context) error {
+			select {
+			case <-a.claim.Done(): // taken over: stop rather than fight
+				return a.claim.Err()
+			case <-ctx.Done():
+				return nil
+			}
+		})
 	}
 	klog.FromContext(ctx).Info("Node agent running", "node", a.opts.NodeName, "cluster", a.client != nil, "simulator", a.sim != nil)
 	<-ctx.Done()
 	wg.Wait()
 	err := context.Cause(ctx)
-	if a.nodeStatus != nil && !errors.Is(err, ErrNodeClaimed) {
-		a.releaseNode(context.WithoutCancel(ctx))
+	if a.nodeStatus != nil && !errors.Is(err, nodeclaim.ErrNodeClaimed) {
+		a.claim.Release(context.WithoutCancel(ctx))
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return err

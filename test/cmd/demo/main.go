@@ -175,9 +175,9 @@ func demoPods(port int) []*v1.Pod {
 		LivenessProbe:  &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"cat", "/healthy"}}}, PeriodSeconds: 2, FailureThreshold: 2}}
 	return []*v1.Pod{
 		pod("web", nil, v1.RestartPolicyAlways, webC),
-		pod("crasher", map[string]string{agent.AnnotationSimPrefix + "app": "exit-after=2s exit-code=1"}, v1.RestartPolicyAlways,
+		pod("crasher", map[string]string{crisim.AnnotationScriptPrefix + "app": "exit-after=2s exit-code=1"}, v1.RestartPolicyAlways,
 			v1.Container{Name: "app", Resources: guaranteed}),
-		pod("job", map[string]string{agent.AnnotationSimPrefix + "work": "exit-after=6s exit-code=0"}, v1.RestartPolicyNever,
+		pod("job", map[string]string{crisim.AnnotationScriptPrefix + "work": "exit-after=6s exit-code=0"}, v1.RestartPolicyNever,
 			v1.Container{Name: "work", Resources: guaranteed}),
 		pod("besteffort", nil, v1.RestartPolicyAlways, v1.Container{Name: "hog"}),
 	}

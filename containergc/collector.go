@@ -1,0 +1,90 @@
+package containergc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// DefaultPeriod is the kubelet's ContainerGCPeriod.
+const DefaultPeriod = time.Minute
+
+// CollectorConfig configures a Collector; Runtime and PodExists are
+// required.
+type CollectorConfig struct {
+	// Runtime is the CRI runtime to collect.
+	Runtime Runtime
+	// Policy is the retention policy; zero is the kubelet's default.
+	Policy Policy
+	// PodExists reports whether the agent still knows a pod.
+	PodExists func(types.UID) bool
+	// SourcesReady reports whether every pod source has been read once;
+	// until then every pod counts as existing, so nothing of a pod is
+	// removed because its config has not arrived yet (the kubelet's
+	// allSourcesReady). Nil: always ready.
+	SourcesReady func() bool
+	// Period is the time between passes of Run; zero means DefaultPeriod.
+	Period time.Duration
+	// Clock drives Run; nil means the real clock.
+	Clock clock.WithTicker
+}
+
+// Collector runs Collect periodically and on demand (eviction's reclaim
+// of disk), one pass at a time.
+type Collector struct {
+	cfg CollectorConfig
+	mu  sync.Mutex // one pass at a time
+}
+
+// NewCollector validates cfg and returns a Collector; no I/O.
+func NewCollector(cfg CollectorConfig) (*Collector, error) {
+	if cfg.Runtime == nil || cfg.PodExists == nil {
+		return nil, errors.New("containergc: Runtime and PodExists are required")
+	}
+	if cfg.Period < 0 {
+		return nil, fmt.Errorf("containergc: Period %v is negative", cfg.Period)
+	}
+	if cfg.Period == 0 {
+		cfg.Period = DefaultPeriod
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	return &Collector{cfg: cfg}, nil
+}
+
+// Collect is one pass: Collect with the collector's policy. It fits
+// eviction.Config.DeleteUnusedContainers.
+func (c *Collector) Collect(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	exists := c.cfg.PodExists
+	if c.cfg.SourcesReady != nil && !c.cfg.SourcesReady() {
+		exists = func(types.UID) bool { return true }
+	}
+	_, err := Collect(ctx, c.cfg.Runtime, c.cfg.Policy, exists)
+	return err
+}
+
+// Run collects at once and then every Period until ctx is done; a failed
+// pass is logged and the next one runs on time. It returns nil.
+func (c *Collector) Run(ctx context.Context) error {
+	t := c.cfg.Clock.NewTicker(c.cfg.Period)
+	defer t.Stop()
+	for {
+		if err := c.Collect(ctx); err != nil && ctx.Err() == nil {
+			klog.FromContext(ctx).Error(err, "Container garbage collection failed")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C():
+		}
+	}
+}
