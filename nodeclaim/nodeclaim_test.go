@@ -78,9 +78,9 @@ func TestCheck(t *testing.T) {
 		{name: "unclaimed node", objs: []runtime.Object{node("")}},
 		{name: "our own claim", objs: []runtime.Object{node("me"), lease(time.Second, 40)}},
 		{name: "another agent, no lease", objs: []runtime.Object{node("other")}},
-		{name: "another agent, live lease", objs: []runtime.Object{node("other"), lease(10 * time.Second, 40)}, claimed: true},
-		{name: "another agent, expired lease", objs: []runtime.Object{node("other"), lease(41 * time.Second, 40)}},
-		{name: "lease without duration: the default", objs: []runtime.Object{node("other"), lease(39 * time.Second, 0)}, claimed: true},
+		{name: "another agent, live lease", objs: []runtime.Object{node("other"), lease(10*time.Second, 40)}, claimed: true},
+		{name: "another agent, expired lease", objs: []runtime.Object{node("other"), lease(41*time.Second, 40)}},
+		{name: "lease without duration: the default", objs: []runtime.Object{node("other"), lease(39*time.Second, 0)}, claimed: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, _ := newClaim(t, "me", tc.objs...)
