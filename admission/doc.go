@@ -1,4 +1,4 @@
-// Package admission decides whether the reference agent may run a pod
+// Package admission decides whether a node agent may run a pod
 // before anything of it is created, as the kubelet's admit handlers do.
 //
 // A Handler looks at the pod and at the pods the node already runs and

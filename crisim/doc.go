@@ -27,9 +27,10 @@
 // [Sim.AppendLog]), ExecSync and Exec answers with [Sim.ScriptExec], port
 // forwarding targets with [Sim.ScriptPortForward], and resource usage is set
 // with [Sim.SetContainerStats], [Sim.SetPodSandboxStats] and
-// [Sim.SetImageFsUsage]. The simulator reads no annotations: a host that
-// scripts from pod annotations (as the reference agent does) calls these
-// methods itself.
+// [Sim.SetImageFsUsage]. A host may also script containers from their pod's
+// annotations ([AnnotationScriptPrefix], [AnnotationLogsPrefix]) by calling
+// [Sim.ScriptFromPod] before creating each container (podsyncer's
+// Config.BeforeCreate), as the reference agent does in simulator mode.
 //
 // # Logs
 //

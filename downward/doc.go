@@ -1,4 +1,4 @@
-// Package downward resolves the downward API for the reference agent: the
+// Package downward resolves the downward API for a node agent: the
 // pod fields (fieldRef) and container resources (resourceFieldRef) a pod
 // may read about itself, as files in a downwardAPI or projected volume and,
 // later, as environment variables. Values are formatted as the kubelet

@@ -1,4 +1,4 @@
-// Package podstatus is the reference agent's pod status manager, after the
+// Package podstatus is a node agent's pod status manager, after the
 // kubelet's: one cache of the latest status per pod, set by whoever knows
 // something new (the pod syncer, the prober's readiness and startup results,
 // eviction, termination), and written to the API server by the manager's own

@@ -1,7 +1,7 @@
-// Package volumes is the reference agent's volume manager: it puts the
-// volumes of a pod on the host before its containers start, keeps their
-// contents current while the pod runs, and removes every trace of them
-// after it ends.
+// Package volumes is a node agent's volume manager, after the kubelet's:
+// it puts the volumes of a pod on the host before its containers start,
+// keeps their contents current while the pod runs, and removes every trace
+// of them after it ends.
 //
 // The syncer calls three methods:
 //
@@ -20,21 +20,25 @@
 //     short by an agent restart finishes later. CleanupOrphans does the
 //     same for pod directories nobody knows any more.
 //
-// Supported sources: emptyDir (disk, or tmpfs sized like the kubelet's),
-// hostPath (every type check), configMap, secret, downwardAPI, and
-// projected (configMap, secret, downwardAPI and serviceAccountToken), and
-// image volumes when Config.Images is set (pulled by the caller, mounted
-// read-only by the runtime through the CRI mount's image field).
-// Every other source (persistentVolumeClaim, csi, ephemeral, the
-// network filesystems, clusterTrustBundle and podCertificate projections)
-// fails to mount with a message that says so.
+// Each volume type is a Plugin, one file each: emptyDir (disk, or tmpfs
+// sized like the kubelet's), hostPath (every type check), configMap,
+// secret, downwardAPI, projected (configMap, secret, downwardAPI and
+// serviceAccountToken), and image volumes when Config.Images is set
+// (pulled by the caller, mounted read-only by the runtime through the CRI
+// mount's image field). A host adds its own types in Config.Plugins
+// (consulted first, so one may also replace a built-in type): SetUp returns
+// how containers mount the volume, and a plugin that mounts filesystems in
+// its directories says so (MountOwner) for TearDownPod to unmount them.
+// A source no plugin supports (persistentVolumeClaim, csi, ephemeral, the
+// network filesystems without a host plugin; clusterTrustBundle and
+// podCertificate projections) fails to mount with a message that says so.
 //
 // The files are laid out as on the kubelet
 // (<root>/pods/<uid>/volumes/kubernetes.io~<plugin>/<name>), with its
 // modes, fsGroup ownership and token file rules, so tools that inspect a
 // node find what they expect.
 //
-// configMaps and secrets come from an Objects reader (the agent's
+// configMaps and secrets come from an Objects reader (an
 // objects.Cache: one watch per referenced object, as the node identity).
 // Service account tokens come from TokenRequest, bound to the pod, and are
 // refreshed after 80% of their lifetime or a day.

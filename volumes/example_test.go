@@ -52,3 +52,43 @@ func Example() {
 	// /etc/podinfo read-only=true: app="web"
 	// gone: true
 }
+
+// hostDirs is a host's own volume type: each persistentVolumeClaim is a
+// directory of the node named after the claim.
+type hostDirs struct{ base string }
+
+func (hostDirs) Name() string                 { return "example.com~host-dirs" }
+func (hostDirs) CanSupport(v *v1.Volume) bool { return v.PersistentVolumeClaim != nil }
+func (h hostDirs) SetUp(_ context.Context, v volumes.Volume) (volumes.Mount, error) {
+	dir := filepath.Join(h.base, filepath.Base(v.Spec.PersistentVolumeClaim.ClaimName))
+	return volumes.Mount{HostPath: dir, ReadOnly: v.Spec.PersistentVolumeClaim.ReadOnly}, os.MkdirAll(dir, 0o750)
+}
+
+// A host registers its own volume type; the Manager serves it beside the
+// built-in ones.
+func ExamplePlugin() {
+	root, _ := os.MkdirTemp("", "volumes-plugin-")
+	defer os.RemoveAll(root)
+	m, err := volumes.New(volumes.Config{RootDir: filepath.Join(root, "kubelet"), Mounter: volumes.DirOnly,
+		Plugins: []volumes.Plugin{hostDirs{base: filepath.Join(root, "claims")}}})
+	if err != nil {
+		panic(err)
+	}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "shop", UID: "9f1e"},
+		Spec: v1.PodSpec{
+			Volumes: []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{
+				PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "db-data"}}}},
+			Containers: []v1.Container{{Name: "db", VolumeMounts: []v1.VolumeMount{{Name: "data", MountPath: "/var/lib/db"}}}},
+		}}
+	ctx := context.Background()
+	if err := m.SetUpPod(ctx, pod); err != nil {
+		panic(err)
+	}
+	mounts, err := m.ContainerMounts(ctx, pod, &pod.Spec.Containers[0], nil)
+	if err != nil {
+		panic(err)
+	}
+	rel, _ := filepath.Rel(root, mounts[0].HostPath)
+	fmt.Println(mounts[0].ContainerPath, "<-", rel)
+	// Output: /var/lib/db <- claims/db-data
+}

@@ -52,25 +52,30 @@ type Config struct {
 	// reference to it, which containers mount read-only through the
 	// CRI. nil: image volumes fail to mount.
 	Images func(ctx context.Context, pod *v1.Pod, src *v1.ImageVolumeSource) (string, error)
+	// Plugins are the host's own volume types, consulted in order before
+	// the built-in ones (so one may also replace a built-in type).
+	Plugins []Plugin
 }
 
 // Manager sets up, refreshes and tears down the volumes of the pods a node
-// runs: emptyDir (disk or tmpfs), hostPath (with type checks), configMap,
-// secret, downwardAPI, projected (with service account tokens) and image
-// volumes (mounted by the runtime, given Config.Images). Everything else
-// is refused with a FailedMount event rather than started
-// without the volume.
+// runs, each through the Plugin of its type: the host's (Config.Plugins),
+// then the built-in emptyDir (disk or tmpfs), hostPath (with type checks),
+// configMap, secret, downwardAPI, projected (with service account tokens)
+// and image volumes (mounted by the runtime, given Config.Images). A volume
+// no plugin supports is refused with a FailedMount event rather than
+// started without the volume.
 type Manager struct {
-	cfg    Config
-	tokens *tokenCache
+	cfg     Config
+	tokens  *tokenCache
+	plugins []Plugin
 
 	mu sync.Mutex
 	// ready holds, for each pod set up since start, the volumes set up
 	// at least once: a later refresh failure of one of those only warns.
 	ready map[types.UID]map[string]bool
-	// images holds the runtime's reference of each image volume, by pod
-	// and volume name.
-	images map[types.UID]map[string]string
+	// mounts holds how containers mount each volume set up, by pod and
+	// volume name.
+	mounts map[types.UID]map[string]Mount
 	// retry is each pod's mount retry delay after SetUpPod calls in a
 	// row that left a volume never set up: doubling, capped, on the
 	// manager's clock (client-go's keyed back-off; "Fake" in its
@@ -133,8 +138,18 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Allocatable == nil {
 		cfg.Allocatable = func() v1.ResourceList { return nil }
 	}
-	return &Manager{cfg: cfg, ready: map[types.UID]map[string]bool{}, images: map[types.UID]map[string]string{},
-		retry: flowcontrol.NewFakeBackOff(mountRetryInitial, mountRetryMax, cfg.Clock), tokens: newTokenCache(cfg.Client, cfg.Clock)}, nil
+	for i, p := range cfg.Plugins {
+		if p == nil {
+			return nil, fmt.Errorf("%w: Plugins[%d] is nil", ErrInvalidConfig, i)
+		}
+		if err := checkName("plugin", p.Name()); p.Name() != "" && err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+		}
+	}
+	m := &Manager{cfg: cfg, ready: map[types.UID]map[string]bool{}, mounts: map[types.UID]map[string]Mount{},
+		retry: flowcontrol.NewFakeBackOff(mountRetryInitial, mountRetryMax, cfg.Clock), tokens: newTokenCache(cfg.Client, cfg.Clock)}
+	m.plugins = append(append([]Plugin(nil), cfg.Plugins...), m.builtins()...)
+	return m, nil
 }
 
 // Objects reads configMaps and secrets; objects.Cache is one.
@@ -148,37 +163,19 @@ func (m *Manager) PodDir(uid types.UID) string {
 	return filepath.Join(m.cfg.RootDir, "pods", string(uid))
 }
 
-// Plugin directory names, as the kubelet escapes them on disk.
-const (
-	pluginEmptyDir    = "kubernetes.io~empty-dir"
-	pluginConfigMap   = "kubernetes.io~configmap"
-	pluginSecret      = "kubernetes.io~secret"
-	pluginDownwardAPI = "kubernetes.io~downward-api"
-	pluginProjected   = "kubernetes.io~projected"
-)
-
-func pluginDir(v *v1.Volume) string {
-	switch {
-	case v.EmptyDir != nil:
-		return pluginEmptyDir
-	case v.ConfigMap != nil:
-		return pluginConfigMap
-	case v.Secret != nil:
-		return pluginSecret
-	case v.DownwardAPI != nil:
-		return pluginDownwardAPI
-	case v.Projected != nil:
-		return pluginProjected
+// volumePath is where a volume's content is on the host: the host path
+// its plugin returned, else its plugin's directory for it.
+func (m *Manager) volumePath(pod *v1.Pod, v *v1.Volume) string {
+	m.mu.Lock()
+	mnt, ok := m.mounts[pod.UID][v.Name]
+	m.mu.Unlock()
+	if ok && mnt.HostPath != "" {
+		return mnt.HostPath
+	}
+	if p := m.pluginFor(v); p != nil {
+		return m.volumeDir(pod, p, v)
 	}
 	return ""
-}
-
-// volumePath is where a volume's content is on the host.
-func (m *Manager) volumePath(pod *v1.Pod, v *v1.Volume) string {
-	if v.HostPath != nil {
-		return v.HostPath.Path
-	}
-	return filepath.Join(m.PodDir(pod.UID), "volumes", pluginDir(v), v.Name)
 }
 
 // SetUpPod mounts or refreshes every volume of pod; the pod's containers
@@ -238,37 +235,35 @@ func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, v *v1.Volume) error {
 	if err := checkName("volume", v.Name); err != nil {
 		return err
 	}
-	dir := m.volumePath(pod, v)
-	switch {
-	case v.EmptyDir != nil:
-		return m.setUpEmptyDir(pod, v.EmptyDir, dir)
-	case v.HostPath != nil:
-		return checkHostPath(v.HostPath)
-	case v.Image != nil && m.cfg.Images != nil:
-		ref, err := m.cfg.Images(ctx, pod, v.Image)
-		if err != nil {
-			return err
-		}
-		m.mu.Lock()
-		if m.images[pod.UID] == nil {
-			m.images[pod.UID] = map[string]string{}
-		}
-		m.images[pod.UID][v.Name] = ref
-		m.mu.Unlock()
-		return nil
-	case v.ConfigMap != nil, v.Secret != nil, v.DownwardAPI != nil, v.Projected != nil:
-		payload, err := m.payload(ctx, pod, v)
-		if err != nil {
-			return err
-		}
-		// Secrets, tokens and pod facts live in memory, as on the
-		// kubelet; configMaps on disk.
-		if err := m.makeVolumeDir(pod, dir, v.ConfigMap == nil); err != nil {
-			return err
-		}
-		return m.writePayload(pod, dir, payload)
+	p := m.pluginFor(v)
+	if p == nil {
+		return fmt.Errorf("volume type %s is not supported by this node agent", volumeType(v))
 	}
-	return fmt.Errorf("volume type %s is not supported by this node agent", volumeType(v))
+	mnt, err := p.SetUp(ctx, Volume{Pod: pod, Spec: v, Dir: m.volumeDir(pod, p, v)})
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	if m.mounts[pod.UID] == nil {
+		m.mounts[pod.UID] = map[string]Mount{}
+	}
+	m.mounts[pod.UID][v.Name] = mnt
+	m.mu.Unlock()
+	return nil
+}
+
+// setUpPayload writes an atomically updated volume of files (configMap,
+// secret, downwardAPI, projected) at v.Dir, on a tmpfs if inMemory
+// (secrets, tokens and pod facts live in memory, as on the kubelet).
+func (m *Manager) setUpPayload(v Volume, files map[string]File, err error, inMemory bool) (Mount, error) {
+	mnt := Mount{HostPath: v.Dir, ReadOnly: true}
+	if err != nil {
+		return mnt, err
+	}
+	if err := m.makeVolumeDir(v.Pod, v.Dir, inMemory); err != nil {
+		return mnt, err
+	}
+	return mnt, m.writePayload(v.Pod, v.Dir, files)
 }
 
 // volumeType names the source a volume uses, for error messages.
@@ -510,7 +505,7 @@ func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
 		return fmt.Errorf("list mounts: %w", err)
 	}
 	for _, p := range points {
-		if !ownMount(dir, p) {
+		if !ownMount(dir, p, m.ownsMounts) {
 			return fmt.Errorf("pod %s: %s is a mount this agent did not make; leaving the pod directory", uid, p)
 		}
 	}
@@ -529,7 +524,7 @@ func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
 	}
 	m.mu.Lock()
 	delete(m.ready, uid)
-	delete(m.images, uid)
+	delete(m.mounts, uid)
 	m.retry.DeleteEntry(string(uid))
 	m.mu.Unlock()
 	klog.FromContext(ctx).V(3).Info("Pod volumes torn down", "podUID", uid)
@@ -537,9 +532,10 @@ func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
 }
 
 // ownMount reports whether a mount point under a pod directory is one
-// this package makes: the tmpfs of an emptyDir, secret, projected or
-// downwardAPI volume, or a subPath bind.
-func ownMount(podDir, p string) bool {
+// this package makes: a subPath bind, or a mount in the directory of a
+// plugin that owns its mounts (the tmpfs of an emptyDir, secret,
+// projected or downwardAPI volume).
+func ownMount(podDir, p string, owns func(plugin string) bool) bool {
 	rel, err := filepath.Rel(podDir, p)
 	if err != nil {
 		return false
@@ -549,10 +545,7 @@ func ownMount(podDir, p string) bool {
 	case parts[0] == "volume-subpaths" && len(parts) == 4:
 		return true
 	case parts[0] == "volumes" && len(parts) == 3:
-		switch parts[1] {
-		case pluginEmptyDir, pluginSecret, pluginProjected, pluginDownwardAPI:
-			return true
-		}
+		return owns(parts[1])
 	}
 	return false
 }

@@ -29,7 +29,12 @@ func (m *Manager) ContainerMounts(ctx context.Context, pod *v1.Pod, c *v1.Contai
 			return nil, fmt.Errorf("cannot find volume %q to mount into container %q", vm.Name, c.Name)
 		}
 		v := &pod.Spec.Volumes[idx]
-		host := m.volumePath(pod, v)
+		m.mu.Lock()
+		mnt, ok := m.mounts[pod.UID][v.Name]
+		m.mu.Unlock()
+		if !ok {
+			return nil, fmt.Errorf("volume %q of container %q is not set up", vm.Name, c.Name)
+		}
 		sub := vm.SubPath
 		if vm.SubPathExpr != "" {
 			var err error
@@ -37,18 +42,12 @@ func (m *Manager) ContainerMounts(ctx context.Context, pod *v1.Pod, c *v1.Contai
 				return nil, err
 			}
 		}
-		if v.Image != nil {
-			m.mu.Lock()
-			ref, ok := m.images[pod.UID][v.Name]
-			m.mu.Unlock()
-			if !ok {
-				return nil, fmt.Errorf("image volume %q of container %q is not set up", vm.Name, c.Name)
-			}
+		if mnt.Image != nil {
 			// The runtime mounts the image itself, always read-only.
-			out = append(out, &runtimeapi.Mount{ContainerPath: vm.MountPath, Readonly: true, ImageSubPath: sub,
-				Image: &runtimeapi.ImageSpec{Image: ref, UserSpecifiedImage: v.Image.Reference}})
+			out = append(out, &runtimeapi.Mount{ContainerPath: vm.MountPath, Readonly: true, ImageSubPath: sub, Image: mnt.Image})
 			continue
 		}
+		host := mnt.HostPath
 		if sub != "" {
 			var err error
 			if host, err = m.subPathMount(ctx, pod, vm.Name, host, sub, c.Name, i); err != nil {
@@ -65,15 +64,11 @@ func (m *Manager) ContainerMounts(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		out = append(out, &runtimeapi.Mount{
 			ContainerPath: vm.MountPath,
 			HostPath:      host,
-			Readonly:      vm.ReadOnly || alwaysReadOnly(v),
+			Readonly:      vm.ReadOnly || mnt.ReadOnly,
 			Propagation:   prop,
 		})
 	}
 	return out, nil
-}
-
-func alwaysReadOnly(v *v1.Volume) bool {
-	return v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil
 }
 
 func propagation(p *v1.MountPropagationMode) (runtimeapi.MountPropagation, error) {

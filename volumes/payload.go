@@ -23,22 +23,6 @@ func modeOr(m *int32) int32 {
 	return defaultFileMode
 }
 
-// payload computes the files of a configMap, secret, downwardAPI or
-// projected volume.
-func (m *Manager) payload(ctx context.Context, pod *v1.Pod, v *v1.Volume) (map[string]File, error) {
-	switch {
-	case v.ConfigMap != nil:
-		s := v.ConfigMap
-		return m.configMapPayload(ctx, pod, s.Name, s.Items, modeOr(s.DefaultMode), optional(s.Optional))
-	case v.Secret != nil:
-		s := v.Secret
-		return m.secretPayload(ctx, pod, s.SecretName, s.Items, modeOr(s.DefaultMode), optional(s.Optional))
-	case v.DownwardAPI != nil:
-		return m.downwardPayload(pod, v.DownwardAPI.Items, modeOr(v.DownwardAPI.DefaultMode))
-	}
-	return m.projectedPayload(ctx, pod, v.Projected)
-}
-
 func optional(b *bool) bool { return b != nil && *b }
 
 // keyed maps the keys of a configMap or secret to files: every key under

@@ -1,4 +1,4 @@
-// Package podplan computes what the reference agent must do to bring a
+// Package podplan computes what a CRI pod syncer must do to bring a
 // pod's runtime state to its spec, as the kubelet's computePodActions
 // does: a pure function from (pod, what the runtime holds, probe results)
 // to a Plan — create a sandbox or not, which containers to start and in

@@ -1,0 +1,91 @@
+package volumes
+
+import (
+	"context"
+	"path/filepath"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Plugin provides one type of volume. The built-in plugins cover emptyDir,
+// hostPath, configMap, secret, downwardAPI, projected and image volumes; a
+// host adds its own (a persistent volume type, a provider's storage) in
+// Config.Plugins, consulted before the built-in ones, without editing the
+// Manager.
+type Plugin interface {
+	// Name is the plugin's directory under a pod's volumes directory, as
+	// the kubelet escapes it on disk ("kubernetes.io~empty-dir"); ""
+	// when the plugin keeps nothing there (hostPath).
+	Name() string
+	// CanSupport reports whether v is of the plugin's type.
+	CanSupport(v *v1.Volume) bool
+	// SetUp makes the volume ready and returns how containers mount it.
+	// It runs on every sync of a pod that runs something, so it must be
+	// cheap and change nothing when nothing changed (that is how
+	// contents follow their sources). An error is a FailedMount.
+	SetUp(ctx context.Context, v Volume) (Mount, error)
+}
+
+// MountOwner is implemented by a Plugin that mounts filesystems (a tmpfs)
+// in its volumes' directories: TearDownPod unmounts them. A mount found
+// under another plugin's directory is taken as foreign and the pod
+// directory is left in place.
+type MountOwner interface {
+	OwnsMounts() bool
+}
+
+// Volume is one volume of a pod, as a Plugin sets it up.
+type Volume struct {
+	Pod  *v1.Pod
+	Spec *v1.Volume
+	// Dir is <root>/pods/<uid>/volumes/<plugin name>/<volume name>, where
+	// the plugin keeps what it owns; it is not created for the plugin.
+	Dir string
+}
+
+// Mount is how containers mount a volume.
+type Mount struct {
+	// HostPath is bind-mounted into containers (a subPath is resolved
+	// inside it).
+	HostPath string
+	// ReadOnly makes every mount of the volume read-only, whatever the
+	// volumeMount says (configMap, secret, downwardAPI, projected).
+	ReadOnly bool
+	// Image, if set, is mounted by the runtime from an image instead of
+	// HostPath (always read-only).
+	Image *runtimeapi.ImageSpec
+}
+
+// builtins are the Manager's own plugins, after Config.Plugins.
+func (m *Manager) builtins() []Plugin {
+	return []Plugin{emptyDirPlugin{m}, hostPathPlugin{}, configMapPlugin{m}, secretPlugin{m},
+		downwardAPIPlugin{m}, projectedPlugin{m}, imagePlugin{m}}
+}
+
+// pluginFor is the first plugin that supports v: the host's, then the
+// built-in ones; nil if none does.
+func (m *Manager) pluginFor(v *v1.Volume) Plugin {
+	for _, p := range m.plugins {
+		if p.CanSupport(v) {
+			return p
+		}
+	}
+	return nil
+}
+
+// volumeDir is where plugin p keeps volume v of the pod.
+func (m *Manager) volumeDir(pod *v1.Pod, p Plugin, v *v1.Volume) string {
+	return filepath.Join(m.PodDir(pod.UID), "volumes", p.Name(), v.Name)
+}
+
+// ownsMounts reports whether the plugin named dir mounts filesystems in
+// its volume directories.
+func (m *Manager) ownsMounts(dir string) bool {
+	for _, p := range m.plugins {
+		if o, ok := p.(MountOwner); ok && p.Name() == dir && o.OwnsMounts() {
+			return true
+		}
+	}
+	return false
+}
