@@ -20,4 +20,17 @@
 //
 // Node selector and affinity matching and pod request totals come from
 // k8s.io/component-helpers, the code the scheduler and the kubelet share.
+//
+// # Host duties
+//
+// The host builds the chain (eviction's admit check first, as the kubelet
+// orders it, then Predicates and Sysctls with the node as it is now) and
+// asks it for each new pod, oldest first, with the pods admitted before it
+// (podhandler does this); it fails a refused pod. Each handler is usable
+// alone.
+//
+// # Differences from upstream
+//
+// There is no device, topology or CPU/memory manager admission; extended
+// resources are checked against allocatable only.
 package admission

@@ -27,4 +27,19 @@
 //
 // ReadyConditions computes ContainersReady and Ready (with readiness gates
 // and upstream's messages); Merge is the pure merge used by the writer.
+//
+// # Host duties
+//
+// The host runs the Manager (Run), gives it the pod workers'
+// CouldHaveRunningContainers, and sets statuses from its pod syncer
+// (podsyncer builds them from the runtime), its prober's readiness and
+// startup results (SetContainerReadiness, SetContainerStartup), eviction
+// and admission refusals; Finish completes a graceful deletion and
+// RemoveOrphans forgets pods nobody knows (podhandler's housekeeping).
+// Without a client (standalone) statuses are kept and never written.
+//
+// # Differences from upstream
+//
+// Writes never run on a pod worker and are retried on the injected clock;
+// a write merges into the API's current pod rather than a cached copy.
 package podstatus

@@ -24,7 +24,8 @@ type ImagePullerConfig struct {
 	// Secrets reads the pods' image pull secrets; nil pulls anonymously.
 	Secrets podenv.Objects
 	// MaxParallelPulls bounds concurrent pulls; 0 pulls one image at a
-	// time (the kubelet's serializeImagePulls).
+	// time (the kubelet's serializeImagePulls), a negative value leaves
+	// them unbounded (serializeImagePulls false without maxParallelImagePulls).
 	MaxParallelPulls int
 	// PodLogsDir is the pod log root, part of the sandbox config a pull
 	// is made for; empty means DefaultPodLogsDir.
@@ -52,9 +53,6 @@ type ImagePuller struct {
 func NewImagePuller(cfg ImagePullerConfig) (*ImagePuller, error) {
 	if cfg.Images == nil {
 		return nil, errors.New("podsyncer: ImagePullerConfig.Images is required")
-	}
-	if cfg.MaxParallelPulls < 0 {
-		return nil, fmt.Errorf("podsyncer: MaxParallelPulls %d is negative", cfg.MaxParallelPulls)
 	}
 	if cfg.PodLogsDir == "" {
 		cfg.PodLogsDir = DefaultPodLogsDir

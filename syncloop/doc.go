@@ -95,7 +95,8 @@
 //     RuntimePod for runtime pods that have no config; remove orphaned
 //     volumes, cgroups and mirror pods.
 //
-// examples/kubelet (agent/handler.go) is a complete Handler of this shape.
+// The podhandler package is a complete Handler of this shape over
+// podworkers, ready to use.
 //
 // # Testing
 //

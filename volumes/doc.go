@@ -42,4 +42,17 @@
 // objects.Cache: one watch per referenced object, as the node identity).
 // Service account tokens come from TokenRequest, bound to the pod, and are
 // refreshed after 80% of their lifetime or a day.
+//
+// # Host duties
+//
+// The host (podsyncer) calls SetUpPod, ContainerMounts and TearDownPod as
+// above, CleanupOrphans in housekeeping (podhandler's OrphanCleaner), and
+// gives Objects, a Client acting as the node and an image source
+// (podsyncer's ImagePuller) for the types that need them.
+//
+// # Differences from upstream
+//
+// There is no attach/detach or device mount stage and no CSI yet: every
+// built-in type is node-local, so nothing is ever "in use" in the attach
+// sense. A host plugin may add remote types.
 package volumes
