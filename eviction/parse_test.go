@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 func TestParseThresholdsDefaults(t *testing.T) {
@@ -190,4 +192,23 @@ func FuzzParseThresholdFlags(f *testing.F) {
 			_ = th.Value.amount(1 << 40)
 		}
 	})
+}
+
+func TestHardReservation(t *testing.T) {
+	th, err := ParseThresholdFlags("memory.available<100Mi,nodefs.available<10%,imagefs.available<15%,pid.available<5%", "memory.available<1Gi", "memory.available=1m", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := HardReservation(th, v1.ResourceList{v1.ResourceMemory: resource.MustParse("8Gi"), v1.ResourceEphemeralStorage: resource.MustParse("100Gi")})
+	// 10% as a float32 fraction of the capacity, as upstream computes it.
+	tenth := int64(float64(100<<30) * float64(float32(0.1)))
+	want := v1.ResourceList{v1.ResourceMemory: resource.MustParse("100Mi"), v1.ResourceEphemeralStorage: *resource.NewQuantity(tenth, resource.BinarySI)}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v (soft and other signals reserve nothing)", got, want)
+	}
+	for k, q := range want {
+		if g := got[k]; g.Cmp(q) != 0 {
+			t.Errorf("%s: got %s, want %s", k, g.String(), q.String())
+		}
+	}
 }

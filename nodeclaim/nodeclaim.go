@@ -79,8 +79,11 @@ func LoadID(rootDir string) (string, error) {
 
 // Config configures a Claim; Nodes, Leases, NodeName and ID are required.
 type Config struct {
-	Nodes    typedcorev1.NodesGetter
-	Leases   coordinationv1.LeasesGetter
+	// Nodes reads and patches the Node (the node identity may).
+	Nodes typedcorev1.NodesGetter
+	// Leases reads the node's Lease.
+	Leases coordinationv1.LeasesGetter
+	// NodeName is the node this agent runs.
 	NodeName string
 	// ID is this agent instance (LoadID).
 	ID string

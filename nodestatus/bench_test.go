@@ -28,7 +28,7 @@ func benchSetters(b *testing.B, clk *clocktesting.FakeClock) []Setter {
 				HugePages: []cadvisorapi.HugePagesInfo{{PageSize: 2048}, {PageSize: 1 << 20}}}, nil
 		},
 		Capacity: func() v1.ResourceList { return v1.ResourceList{v1.ResourceEphemeralStorage: q("100Gi")} },
-		Reserved: func() v1.ResourceList {
+		Reserved: func(v1.ResourceList) v1.ResourceList {
 			return v1.ResourceList{v1.ResourceCPU: q("100m"), v1.ResourceMemory: q("500Mi")}
 		},
 	}))

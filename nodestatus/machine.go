@@ -36,8 +36,10 @@ type MachineConfig struct {
 	// Optional.
 	Extended func() (capacity, allocatable v1.ResourceList, removed []string)
 	// Reserved is subtracted from capacity to give allocatable: system and
-	// kube reservations plus the hard eviction thresholds. Optional.
-	Reserved func() v1.ResourceList
+	// kube reservations plus the hard eviction thresholds
+	// (eviction.HardReservation), given the capacity (a threshold may be
+	// a percentage of it). Optional.
+	Reserved func(capacity v1.ResourceList) v1.ResourceList
 	// Recorder receives the Rebooted event. Optional.
 	Recorder Recorder
 }
@@ -135,7 +137,7 @@ func (m *machineSetter) setAllocatable(node *v1.Node) {
 	}
 	var reserved v1.ResourceList
 	if m.cfg.Reserved != nil {
-		reserved = m.cfg.Reserved()
+		reserved = m.cfg.Reserved(node.Status.Capacity)
 	}
 	for name, q := range node.Status.Capacity {
 		v := q.DeepCopy()

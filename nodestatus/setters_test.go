@@ -128,7 +128,9 @@ func TestMachineInfo(t *testing.T) {
 		Extended: func() (v1.ResourceList, v1.ResourceList, []string) {
 			return v1.ResourceList{"example.com/gpu": q("2")}, v1.ResourceList{"example.com/gpu": q("1")}, []string{"example.com/old"}
 		},
-		Reserved: func() v1.ResourceList { return v1.ResourceList{v1.ResourceCPU: q("500m"), v1.ResourceMemory: q("1Gi")} },
+		Reserved: func(v1.ResourceList) v1.ResourceList {
+			return v1.ResourceList{v1.ResourceCPU: q("500m"), v1.ResourceMemory: q("1Gi")}
+		},
 		Recorder: recorder(&evs),
 	})
 	require.NoError(t, err)

@@ -32,7 +32,7 @@ type Admitter interface {
 // Rejecter gives a pod admission refused its final status (Failed with
 // the refusal's reason and message); *podsyncer.Syncer implements it.
 type Rejecter interface {
-	Reject(pod *v1.Pod, reason, message string)
+	Reject(ctx context.Context, pod *v1.Pod, reason, message string)
 }
 
 // Probes is the prober as the handler drives it; *prober.Manager
@@ -122,6 +122,11 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Workers == nil {
 		return nil, errors.New("podhandler: Workers is required")
 	}
+	if len(cfg.Orphans) > 0 && cfg.Runtime == nil {
+		// Without the runtime's view, the volumes of a pod whose
+		// containers still run would look orphaned.
+		return nil, errors.New("podhandler: Orphans need Runtime")
+	}
 	if (cfg.MirrorClient == nil) != (cfg.Node == nil) {
 		return nil, errors.New("podhandler: MirrorClient and Node go together (both or neither)")
 	}
@@ -167,7 +172,7 @@ func (h *Handler) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 					h.cfg.Recorder.Event(pod, v1.EventTypeWarning, res.Reason, res.Message)
 				}
 				if h.cfg.Reject != nil {
-					h.cfg.Reject.Reject(pod, res.Reason, res.Message)
+					h.cfg.Reject.Reject(ctx, pod, res.Reason, res.Message)
 				}
 				continue
 			}

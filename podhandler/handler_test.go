@@ -45,7 +45,7 @@ type harness struct {
 	statuses *fakeStatuses
 }
 
-func (hs *harness) Reject(pod *v1.Pod, reason, message string) {
+func (hs *harness) Reject(_ context.Context, pod *v1.Pod, reason, message string) {
 	hs.rejected = append(hs.rejected, pod.Name+": "+reason+": "+message)
 }
 

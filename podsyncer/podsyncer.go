@@ -203,19 +203,19 @@ var _ podworkers.Syncer = (*Syncer)(nil)
 func New(cfg Config) (*Syncer, error) {
 	var errs []error
 	if cfg.Runtime == nil {
-		errs = append(errs, errors.New("Runtime is required"))
+		errs = append(errs, errors.New("Config.Runtime is required"))
 	}
 	if cfg.Images == nil {
-		errs = append(errs, errors.New("Images is required"))
+		errs = append(errs, errors.New("Config.Images is required"))
 	}
 	if cfg.RuntimeName == "" {
-		errs = append(errs, errors.New("RuntimeName is required (the runtime's Version RuntimeName)"))
+		errs = append(errs, errors.New("Config.RuntimeName is required (the runtime's Version RuntimeName)"))
 	}
 	if cfg.Status == nil {
-		errs = append(errs, errors.New("Status is required"))
+		errs = append(errs, errors.New("Config.Status is required"))
 	}
 	if cfg.Volumes == nil {
-		errs = append(errs, errors.New("Volumes is required"))
+		errs = append(errs, errors.New("Config.Volumes is required"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("podsyncer: %w", err)
@@ -300,9 +300,9 @@ func (s *Syncer) envPod(pod *v1.Pod, podIPs []string) podenv.Pod {
 func (s *Syncer) PastDeadline(pod *v1.Pod) bool { return s.pastDeadline(pod) }
 
 // Reject fails a pod that admission refused: its status becomes Failed
-// with reason and message, every container waiting, as the kubelet's.
-func (s *Syncer) Reject(pod *v1.Pod, reason, message string) {
-	s.status.write(context.Background(), pod, &podRuntime{}, func(st *v1.PodStatus) {
-		st.Phase, st.Reason, st.Message = v1.PodFailed, reason, message
+// with reason and "Pod was rejected: " and message, as the kubelet's.
+func (s *Syncer) Reject(ctx context.Context, pod *v1.Pod, reason, message string) {
+	s.status.write(ctx, pod, &podRuntime{}, func(st *v1.PodStatus) {
+		st.Phase, st.Reason, st.Message = v1.PodFailed, reason, "Pod was rejected: "+message
 	}, false)
 }

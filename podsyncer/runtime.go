@@ -150,14 +150,6 @@ func inspect(ctx context.Context, rt criapi.RuntimeService, uid types.UID) (*pod
 	return p, nil
 }
 
-// podStates is where the syncer reads runtime state: the PLEG, whose cache
-// the pod worker's barrier made fresh, and which relists one pod on demand
-// after the syncer changed it.
-type podStates interface {
-	Cache() *pleg.Cache
-	RelistPod(ctx context.Context, uid types.UID) (pleg.RelistResult, error)
-}
-
 // fromPLEG is the pod's runtime state as the PLEG holds it: sandboxes
 // newest first; the containers created since the newest sandbox are that
 // sandbox's, the others belong to older ones.

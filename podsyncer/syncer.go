@@ -177,6 +177,9 @@ func (s *Syncer) event(pod *v1.Pod, typ, reason, format string, args ...any) {
 	}
 }
 
+// SyncPod implements podworkers.Syncer: one pass of the pod's action plan
+// (volumes and cgroup first, then sandbox and containers), after which
+// its status is set. It reports true once the pod finished for good.
 func (s *Syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v1.Pod) (bool, error) {
 	rtp, err := s.runtimeState(ctx, pod.UID, false)
 	if err != nil {
@@ -363,6 +366,11 @@ func (s *Syncer) crashBackoff(pod *v1.Pod, c *v1.Container, last *runtimeapi.Con
 		// An error makes the pod worker retry after its backoff (10s),
 		// as the kubelet's CrashLoopBackOff does.
 		s.containerEvent(pod, c, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", c.Name, klog.KObj(pod))
+		if _, failed := s.status.startError(pod.UID, c.Name); failed {
+			// The back-off is now why it waits, as the kubelet's reason
+			// cache records the latest failure.
+			s.status.startFailed(pod.UID, c.Name, "CrashLoopBackOff", fmt.Sprintf("back-off restarting failed container %s in pod %s", c.Name, klog.KObj(pod)))
+		}
 		return fmt.Errorf("%w: back-off %s restarting failed container=%s pod=%s",
 			errCrashLoopBackOff, until.Sub(s.clock.Now()).Round(time.Second), c.Name, klog.KObj(pod))
 	}
@@ -593,6 +601,9 @@ func gracePeriod(pod *v1.Pod) int64 {
 	return v1.DefaultTerminationGracePeriodSeconds
 }
 
+// SyncTerminatingPod implements podworkers.Syncer: every container is
+// stopped (preStop hooks first, sidecars after the app containers) within
+// grace seconds, and the pod's status written with a final phase.
 func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, grace int64, statusFn podworkers.StatusFunc) error {
 	rtp, err := s.runtimeState(ctx, pod.UID, false)
 	if err != nil {
@@ -608,6 +619,8 @@ func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, grace int6
 	return nil
 }
 
+// SyncTerminatingRuntimePod implements podworkers.Syncer: the containers
+// of a pod the runtime runs without config are stopped.
 func (s *Syncer) SyncTerminatingRuntimePod(ctx context.Context, pod *podworkers.RuntimePod) error {
 	// No barrier ran for a pod without config: relist it.
 	rtp, err := s.runtimeState(ctx, pod.UID, true)
@@ -627,12 +640,17 @@ func removeSandboxes(ctx context.Context, rt criapi.RuntimeService, sbs []*runti
 	return nil
 }
 
+// SyncTerminatedPod implements podworkers.Syncer: the pod's final status
+// (every container that never finished marked as the kubelet's
+// TerminatePod does), its sandboxes removed if it is being deleted, its
+// volumes torn down.
 func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error {
 	rtp, err := s.runtimeState(ctx, pod.UID, false)
 	if err != nil {
 		return err
 	}
-	s.status.write(ctx, pod, rtp, nil, false)
+	s.status.write(ctx, pod, rtp, nil, true)
+	s.status.mgr.TerminatePod(pod)
 	// A pod that finished but still exists keeps its dead containers, so
 	// that its logs and last states stay readable (the kubelet keeps them
 	// until the pod is deleted); housekeeping removes them after that.

@@ -1251,11 +1251,11 @@ func TestReject(t *testing.T) {
 	h := newHarness(t)
 	pod := newPod("rejected", ctr("app", appV1))
 	pod.Spec.InitContainers = []v1.Container{ctr("init", initImg)}
-	h.s.Reject(pod, "OutOfcpu", "Node didn't have enough resource: cpu, requested: 4000, used: 0, capacity: 2000")
+	h.s.Reject(h.ctx, pod, "OutOfcpu", "Node didn't have enough resource: cpu, requested: 4000, used: 0, capacity: 2000")
 	st := h.podStatus(pod)
 	assert.Equal(t, v1.PodFailed, st.Phase)
 	assert.Equal(t, "OutOfcpu", st.Reason)
-	assert.Equal(t, "Node didn't have enough resource: cpu, requested: 4000, used: 0, capacity: 2000", st.Message)
+	assert.Equal(t, "Pod was rejected: Node didn't have enough resource: cpu, requested: 4000, used: 0, capacity: 2000", st.Message, "as the kubelet's rejectPod")
 	assert.Equal(t, "PodInitializing", waitingReason(t, st, "app"), "not initialized")
 	assert.Equal(t, "PodInitializing", waitingReason(t, st, "init"))
 	assert.Equal(t, v1.ConditionFalse, podCondition(t, st, v1.PodReadyToStartContainers).Status)

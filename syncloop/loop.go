@@ -40,10 +40,13 @@ type Loop struct {
 	probes  map[probeKey]prober.Update
 
 	// Loop-goroutine state (Iterate is not reentrant).
-	iterMu      sync.Mutex
-	indexMu     sync.RWMutex // guards index: the loop writes, PodByUID reads
-	index       map[types.UID]*v1.Pod
-	dispatched  map[string]bool
+	iterMu     sync.Mutex
+	indexMu    sync.RWMutex // guards index: the loop writes, PodByUID reads
+	index      map[types.UID]*v1.Pod
+	dispatched map[string]bool
+	// ready is set once every source has been dispatched (read without
+	// iterMu: an eviction reclaim must not wait for a housekeeping pass).
+	ready       atomic.Bool
 	nextSync    time.Time
 	nextHK      time.Time
 	backoff     time.Duration
@@ -155,11 +158,7 @@ func (l *Loop) HandleProbeUpdate(probe prober.ProbeType, u prober.Update) {
 // It must not be called from a Handler method (the loop holds its lock
 // while it dispatches); HandlePodCleanups needs no check, the loop only
 // calls it once every source is ready.
-func (l *Loop) SourcesReady() bool {
-	l.iterMu.Lock()
-	defer l.iterMu.Unlock()
-	return l.allDispatched()
-}
+func (l *Loop) SourcesReady() bool { return l.ready.Load() }
 
 func (l *Loop) allDispatched() bool {
 	for _, s := range l.sources {
@@ -273,6 +272,9 @@ func (l *Loop) dispatchConfig(ctx context.Context) {
 			h.HandlePodUpdates(ctx, u.Pods)
 		}
 		l.dispatched[u.Source] = true
+		if l.allDispatched() {
+			l.ready.Store(true)
+		}
 		l.metrics.dispatched(u.Op.String())
 	}
 }

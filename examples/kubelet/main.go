@@ -31,6 +31,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodekit/nodekit/examples/kubelet/agent"
+	"github.com/nodekit/nodekit/nodestatus"
 )
 
 //go:embed manifests/web.yaml
@@ -95,6 +96,30 @@ func parseFlags(args []string) (agent.Options, error) {
 	fs.StringVar(&opts.EnforceNodeAllocatable, "enforce-node-allocatable", agent.EnforcePods, `"pods" caps the kubepods cgroup at the node's allocatable; "none" does not`)
 	fs.Int64Var(&opts.PodPIDsLimit, "pod-max-pids", -1, "pids.max of each pod cgroup; -1 for no limit")
 	fs.BoolVar(&opts.Evented, "evented-pleg", false, "use the runtime's container events as PLEG hints")
+	var configFile, taints, hostnameOverride string
+	fs.StringVar(&configFile, "config", "", "a KubeletConfiguration file (kubelet.config.k8s.io/v1beta1); flags given on the command line override it; a field set to a value the agent does not support is refused")
+	fs.Func("node-labels", "labels added to the Node at registration, key=value,... (kubernetes.io and k8s.io labels only as a kubelet may set them)", func(v string) error {
+		m, err := parseMap(v)
+		if opts.NodeLabels == nil {
+			opts.NodeLabels = map[string]string{}
+		}
+		for k, val := range m {
+			opts.NodeLabels[k] = val
+		}
+		return err
+	})
+	fs.StringVar(&taints, "register-with-taints", "", "taints of the Node at registration, key[=value]:Effect,...")
+	fs.IntVar(&opts.MaxPods, "max-pods", 110, "pods capacity of the node")
+	fs.Func("system-reserved", "resources held back from allocatable for the system, e.g. cpu=100m,memory=256Mi,ephemeral-storage=1Gi", func(v string) (err error) {
+		opts.SystemReserved, err = parseResources(v)
+		return err
+	})
+	fs.Func("kube-reserved", "resources held back from allocatable for Kubernetes daemons, as --system-reserved", func(v string) (err error) {
+		opts.KubeReserved, err = parseResources(v)
+		return err
+	})
+	fs.StringVar(&hostnameOverride, "hostname-override", "", "the node's kubernetes.io/hostname and Hostname address (default: the node name)")
+	fs.StringVar(&opts.ProviderID, "provider-id", "", "the Node's spec.providerID")
 	var apiQPS float64
 	var apiBurst int
 	fs.Float64Var(&apiQPS, "kube-api-qps", agent.DefaultKubeAPIQPS, "queries per second to the API server")
@@ -108,6 +133,29 @@ func parseFlags(args []string) (agent.Options, error) {
 	}
 	if fs.NArg() > 0 {
 		return opts, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if configFile != "" {
+		fc := fileConfig{opts: &opts, address: &address, port: &port, readOnlyPort: &readOnlyPort,
+			serializePulls: &serializePulls, maxPulls: &maxPulls, cgroupsPerQOS: &cgroupsPerQOS,
+			apiQPS: &apiQPS, apiBurst: &apiBurst, taints: &taints}
+		if err := fc.apply(configFile, set); err != nil {
+			return opts, err
+		}
+	}
+	if taints != "" {
+		var err error
+		if opts.RegisterWithTaints, err = nodestatus.ParseTaints(taints); err != nil {
+			return opts, fmt.Errorf("--register-with-taints: %w", err)
+		}
+	}
+	if hostnameOverride != "" {
+		// The node's name is its hostname, overridden, unless given.
+		opts.Hostname = strings.ToLower(strings.TrimSpace(hostnameOverride))
+		if !set["node-name"] {
+			opts.NodeName = opts.Hostname
+		}
 	}
 	opts.DisableCgroupsPerQOS = !cgroupsPerQOS
 	switch {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"runtime"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/nodekit/nodekit/admission"
 	"github.com/nodekit/nodekit/kubetypes"
+	"github.com/nodekit/nodekit/nodestatus"
 )
 
 // buildAdmission assembles the kubelet's admit handlers in its order:
@@ -50,19 +52,22 @@ func (a *Agent) admissionNode(ctx context.Context, fresh bool) (*v1.Node, error)
 			return n, nil
 		}
 	}
-	alloc, err := a.machineCapacity()
+	alloc, err := a.nodeAllocatable()
 	if err != nil {
 		return nil, err
 	}
-	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.opts.NodeName, Labels: map[string]string{
-		v1.LabelHostname: a.opts.NodeName, v1.LabelOSStable: runtime.GOOS, v1.LabelArchStable: runtime.GOARCH}},
-		Status: v1.NodeStatus{Allocatable: alloc}}, nil
+	labels := map[string]string{v1.LabelHostname: a.hostname(), v1.LabelOSStable: runtime.GOOS, v1.LabelArchStable: runtime.GOARCH}
+	for k, v := range a.opts.NodeLabels {
+		labels[k] = v
+	}
+	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.opts.NodeName, Labels: labels},
+		Spec: v1.NodeSpec{Taints: a.opts.RegisterWithTaints}, Status: v1.NodeStatus{Allocatable: alloc}}, nil
 }
 
-// machineCapacity is what the node status setters would report as
-// capacity: cores, memory, ephemeral storage and the kubelet's default
-// of 110 pods.
-func (a *Agent) machineCapacity() (v1.ResourceList, error) {
+// nodeAllocatable is what the node status setters would report as
+// allocatable: cores, memory, ephemeral storage and max pods, less what is
+// reserved.
+func (a *Agent) nodeAllocatable() (v1.ResourceList, error) {
 	machine, storage := a.machine()
 	info, err := machine()
 	if err != nil {
@@ -71,10 +76,10 @@ func (a *Agent) machineCapacity() (v1.ResourceList, error) {
 	out := v1.ResourceList{
 		v1.ResourceCPU:    *resource.NewMilliQuantity(int64(info.NumCores)*1000, resource.DecimalSI),
 		v1.ResourceMemory: *resource.NewQuantity(int64(info.MemoryCapacity), resource.BinarySI),
-		v1.ResourcePods:   *resource.NewQuantity(110, resource.DecimalSI),
+		v1.ResourcePods:   *resource.NewQuantity(int64(cmp.Or(a.opts.MaxPods, nodestatus.DefaultMaxPods)), resource.DecimalSI),
 	}
 	for k, v := range storage() {
 		out[k] = v
 	}
-	return out, nil
+	return subtract(out, a.reserved(out)), nil
 }

@@ -90,7 +90,10 @@ type Agent struct {
 	pods *podmanager.Manager
 
 	handler *podhandler.Handler
-	gc      *containergc.Collector
+	// hardEviction are the hard eviction thresholds, held back from
+	// allocatable with the reservations.
+	hardEviction []eviction.Threshold
+	gc           *containergc.Collector
 }
 
 // New connects to the runtime (starting the simulator if asked) and builds
@@ -403,6 +406,7 @@ func (a *Agent) buildEviction() error {
 	if err != nil {
 		return err
 	}
+	a.hardEviction = thresholds // all hard: no soft thresholds are configured
 	host, err := eviction.NewHostSummaryProvider(eviction.HostSummaryConfig{NodeName: a.opts.NodeName,
 		NodeFsPath: a.opts.RootDir, Runtime: podStatsOrNone{a.rt}, Clock: a.opts.Clock})
 	if err != nil {
@@ -423,9 +427,8 @@ func (a *Agent) buildEviction() error {
 }
 
 // buildCgroups prepares the pod cgroup tree (created when Run starts):
-// with a real runtime unless disabled, capped at the machine's capacity
-// when node allocatable is enforced (this agent reserves nothing for the
-// system, so allocatable is the capacity).
+// with a real runtime unless disabled, capped at capacity − system − kube
+// reserved when node allocatable is enforced.
 func (a *Agent) buildCgroups() error {
 	if a.sim != nil || a.opts.DisableCgroupsPerQOS {
 		return nil
@@ -437,7 +440,10 @@ func (a *Agent) buildCgroups() error {
 		if err != nil {
 			return fmt.Errorf("agent: machine info for node allocatable: %w", err)
 		}
+		// The kubepods cgroup gets capacity − system − kube reserved (the
+		// eviction thresholds stay within it, as upstream).
 		cfg.Allocatable = nodestatus.CapacityFromMachine(info)
+		cfg.Allocatable = subtract(cfg.Allocatable, nodestatus.AddResources(a.opts.SystemReserved, a.opts.KubeReserved))
 	}
 	var err error
 	a.cgroups, err = cgroups.New(cfg)
@@ -526,4 +532,20 @@ func (c cgroupCleanup) CleanupOrphans(ctx context.Context, keep func(types.UID) 
 		}
 	}
 	return nil
+}
+
+// subtract is capacity less reserved, never below zero.
+func subtract(capacity, reserved v1.ResourceList) v1.ResourceList {
+	out := v1.ResourceList{}
+	for name, q := range capacity {
+		q = q.DeepCopy()
+		if r, ok := reserved[name]; ok {
+			q.Sub(r)
+		}
+		if q.Sign() < 0 {
+			q.Set(0)
+		}
+		out[name] = q
+	}
+	return out
 }

@@ -42,11 +42,11 @@ func (a *Agent) machine() (func() (*cadvisorapi.MachineInfo, error), func() v1.R
 func (a *Agent) buildNodeStatus(ctx context.Context) error {
 	rec := nodestatus.EventRecorder(a.recorder, a.opts.NodeName)
 	clk := a.opts.Clock
-	addr := nodestatus.AddressConfig{Hostname: a.opts.NodeName}
+	addr := nodestatus.AddressConfig{Hostname: a.hostname()}
 	if a.opts.NodeIP != "" {
 		addr.NodeIPs = []net.IP{net.ParseIP(a.opts.NodeIP)}
 	}
-	machine := nodestatus.MachineConfig{Recorder: rec}
+	machine := nodestatus.MachineConfig{Recorder: rec, MaxPods: a.opts.MaxPods, Reserved: a.reserved}
 	machine.Machine, machine.Capacity = a.machine()
 	if a.sim != nil {
 		addr.ValidateIP = func(net.IP) error { return nil } // a simulated address
@@ -90,6 +90,7 @@ func (a *Agent) buildNodeStatus(ctx context.Context) error {
 		return err
 	}
 	a.nodeStatus, err = nodestatus.New(nodestatus.Config{Client: a.client.CoreV1(), NodeName: a.opts.NodeName,
+		Hostname: a.hostname(), Labels: a.opts.NodeLabels, Taints: a.opts.RegisterWithTaints, ProviderID: a.opts.ProviderID,
 		Annotations: a.claim.Annotations(),
 		Setters:     setters, Clock: clk, OnRegistered: func(n *v1.Node) { a.lease.SetNodeUID(n.Name, n.UID) }})
 	return err
@@ -220,4 +221,19 @@ func (p podStatsOrNone) ListPodSandboxStats(ctx context.Context, f *runtimeapi.P
 		return nil, nil
 	}
 	return st, nil
+}
+
+// hostname is the node's kubernetes.io/hostname (--hostname-override).
+func (a *Agent) hostname() string {
+	if a.opts.Hostname != "" {
+		return a.opts.Hostname
+	}
+	return a.opts.NodeName
+}
+
+// reserved is what allocatable holds back from capacity: the system and
+// kube reservations and the hard eviction thresholds, as the kubelet's
+// node allocatable.
+func (a *Agent) reserved(capacity v1.ResourceList) v1.ResourceList {
+	return nodestatus.AddResources(a.opts.SystemReserved, a.opts.KubeReserved, eviction.HardReservation(a.hardEviction, capacity))
 }

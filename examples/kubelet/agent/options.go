@@ -10,6 +10,7 @@ import (
 	"net"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/nodekit/nodekit/crisim"
 	"github.com/nodekit/nodekit/eviction"
 	"github.com/nodekit/nodekit/kubeletapi"
+	"github.com/nodekit/nodekit/nodestatus"
 )
 
 // Options configure an Agent. Zero values give a standalone agent on the
@@ -132,6 +134,27 @@ type Options struct {
 	Clock clock.WithTicker
 	// Evented uses the runtime's event stream as PLEG hints.
 	Evented bool
+
+	// NodeLabels are added to the Node at registration (--node-labels);
+	// labels in the kubernetes.io and k8s.io namespaces only as the
+	// kubelet may set them itself.
+	NodeLabels map[string]string
+	// RegisterWithTaints are the Node's taints at registration
+	// (--register-with-taints).
+	RegisterWithTaints []v1.Taint
+	// Hostname is the node's kubernetes.io/hostname and Hostname
+	// address (--hostname-override). Default NodeName.
+	Hostname string
+	// ProviderID is the Node's spec.providerID (--provider-id).
+	ProviderID string
+	// MaxPods is the node's pods capacity (--max-pods). Default 110.
+	MaxPods int
+	// SystemReserved and KubeReserved are held back from allocatable
+	// (--system-reserved, --kube-reserved), with the hard eviction
+	// thresholds: allocatable = capacity − system − kube − eviction. The
+	// kubepods cgroup is capped at capacity − system − kube when
+	// EnforceNodeAllocatable is "pods".
+	SystemReserved, KubeReserved v1.ResourceList
 }
 
 // DefaultHealthzAddr is where /healthz listens by default (the kubelet's
@@ -160,6 +183,24 @@ func (o *Options) defaults() error {
 	if o.NodeIP != "" && net.ParseIP(o.NodeIP) == nil {
 		errs = append(errs, fmt.Errorf("node IP %q is not an IP address", o.NodeIP))
 	}
+	if err := nodestatus.ValidateKubeletLabels(o.NodeLabels); err != nil {
+		errs = append(errs, err)
+	}
+	for _, t := range o.RegisterWithTaints {
+		if err := nodestatus.ValidateTaint(t); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if o.MaxPods < 0 {
+		errs = append(errs, fmt.Errorf("max pods %d must not be negative", o.MaxPods))
+	}
+	for name, list := range map[string]v1.ResourceList{"system-reserved": o.SystemReserved, "kube-reserved": o.KubeReserved} {
+		for r, q := range list {
+			if q.Sign() < 0 {
+				errs = append(errs, fmt.Errorf("%s: %s %s is negative", name, r, q.String()))
+			}
+		}
+	}
 	if o.MemoryCapacity < 0 {
 		errs = append(errs, fmt.Errorf("memory capacity %d must not be negative", o.MemoryCapacity))
 	}
@@ -174,7 +215,7 @@ func (o *Options) defaults() error {
 		o.EnforceNodeAllocatable = EnforcePods
 	case EnforcePods, EnforceNone:
 	default:
-		errs = append(errs, fmt.Errorf("enforce-node-allocatable %q: want %s or %s (system-reserved and kube-reserved are not supported)", o.EnforceNodeAllocatable, EnforcePods, EnforceNone))
+		errs = append(errs, fmt.Errorf("enforce-node-allocatable %q: want %s or %s (the system-reserved and kube-reserved cgroups are not enforced)", o.EnforceNodeAllocatable, EnforcePods, EnforceNone))
 	}
 	switch o.CgroupDriver {
 	case "", cgroups.DriverCgroupfs:
