@@ -149,7 +149,7 @@ func TestPredicates(t *testing.T) {
 	}
 }
 
-func TestPredicatesRereadNodeOnlyForAffinity(t *testing.T) {
+func TestPredicatesRereadNodeOnlyForNodeState(t *testing.T) {
 	stale, fresh := testNode(), testNode()
 	fresh.Labels["zone"] = "b"
 	var reads []bool
@@ -169,7 +169,15 @@ func TestPredicatesRereadNodeOnlyForAffinity(t *testing.T) {
 	reads = nil
 	pod.Spec.NodeName = "elsewhere"
 	assert.Equal(t, "NodeAffinity", h.Admit(context.Background(), Attributes{Pod: pod}).Reason, "the first failure in the kubelet's order")
-	assert.Equal(t, []bool{false}, reads, "no fresh read when more than affinity fails")
+	assert.Equal(t, []bool{false}, reads, "no fresh read when a failure does not depend on the Node")
+
+	// A NoExecute taint removed a moment ago (the NoExecuteTaintManager
+	// conformance specs do that) no longer rejects.
+	stale.Spec.Taints = []v1.Taint{{Key: "gone", Effect: v1.TaintEffectNoExecute}}
+	reads = nil
+	pod.Spec.NodeName = ""
+	assert.True(t, h.Admit(context.Background(), Attributes{Pod: pod}).Admit)
+	assert.Equal(t, []bool{false, true}, reads)
 }
 
 func TestPredicatesNodeErrors(t *testing.T) {

@@ -42,8 +42,10 @@ const (
 // PredicatesConfig configures Predicates.
 type PredicatesConfig struct {
 	// Node returns the node the pods run on. fresh asks for a read that
-	// bypasses caches; Predicates asks for one when only node affinity
-	// failed, as a label may have been added a moment ago. Required.
+	// bypasses caches; Predicates asks for one when every failure depends
+	// on the Node object (node affinity, NoExecute taints, allocatable), as
+	// a label, a taint or allocatable may have changed a moment ago (the
+	// kubelet reads its Node from a watch). Required.
 	Node func(ctx context.Context, fresh bool) (*v1.Node, error)
 	// OS is the node's operating system; runtime.GOOS when empty.
 	OS string
@@ -72,11 +74,11 @@ func Predicates(cfg PredicatesConfig) (Handler, error) {
 type predicates struct{ cfg PredicatesConfig }
 
 // failure is one failed predicate: reason and message as the pod shows
-// them; affinity marks a node affinity failure, which a fresh node read
-// may cure.
+// them; nodeState marks a failure that depends on the Node object (node
+// affinity, taints, allocatable), which a fresh node read may cure.
 type failure struct {
 	reason, message string
-	affinity        bool
+	nodeState       bool
 }
 
 func (p *predicates) Admit(ctx context.Context, attrs Attributes) Result {
@@ -104,7 +106,7 @@ func (p *predicates) Admit(ctx context.Context, attrs Attributes) Result {
 			Message: fmt.Sprintf("SupplementalGroupsPolicy=%s is not supported in this node", v1.SupplementalGroupsPolicyStrict)}
 	}
 	fails := p.check(ctx, pod, node, attrs.OtherPods)
-	if len(fails) > 0 && !slices.ContainsFunc(fails, func(f failure) bool { return !f.affinity }) {
+	if len(fails) > 0 && !slices.ContainsFunc(fails, func(f failure) bool { return !f.nodeState }) {
 		if fresh, err := p.cfg.Node(ctx, true); err == nil && fresh != nil {
 			fails = p.check(ctx, pod, fresh, attrs.OtherPods)
 		}
@@ -121,11 +123,11 @@ func (p *predicates) Admit(ctx context.Context, attrs Attributes) Result {
 func (p *predicates) check(ctx context.Context, pod *v1.Pod, node *v1.Node, others []*v1.Pod) []failure {
 	var fails []failure
 	for _, r := range insufficient(pod, node, others) {
-		fails = append(fails, failure{reason: ReasonInsufficientResourcePrefix + string(r.name), message: r.Error()})
+		fails = append(fails, failure{reason: ReasonInsufficientResourcePrefix + string(r.name), message: r.Error(), nodeState: true})
 	}
 	if ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); !ok {
 		fails = append(fails, predicateFailure(ReasonNodeAffinity, descNodeAffinity))
-		fails[len(fails)-1].affinity = true
+		fails[len(fails)-1].nodeState = true
 	}
 	if pod.Spec.NodeName != "" && pod.Spec.NodeName != node.Name {
 		fails = append(fails, predicateFailure(ReasonNodeName, descNodeName))
@@ -137,6 +139,7 @@ func (p *predicates) check(ctx context.Context, pod *v1.Pod, node *v1.Node, othe
 		noExecute := func(t *v1.Taint) bool { return t.Effect == v1.TaintEffectNoExecute }
 		if _, untolerated := schedcorev1.FindMatchingUntoleratedTaint(klog.FromContext(ctx), node.Spec.Taints, pod.Spec.Tolerations, noExecute, false); untolerated {
 			fails = append(fails, predicateFailure(ReasonTaintToleration, descTaints))
+			fails[len(fails)-1].nodeState = true
 		}
 	}
 	return fails
