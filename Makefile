@@ -6,7 +6,7 @@ STAGE               := $(CURDIR)/hack/stage
 # Every Go file tracked or not yet tracked, minus vendored or generated trees.
 GOFILES              = $(shell find . -name '*.go' -not -path './bin/*' -not -path './.git/*')
 
-.PHONY: help test demo-check faults containerd-test demo bench bench-cluster pins layering fmt-check vet staticcheck unit integration clean
+.PHONY: help test demo-check faults containerd-test demo bench bench-cluster conformance pins layering fmt-check vet staticcheck unit integration clean
 
 ## test: everything CI runs — pins, gofmt, go vet, staticcheck, race tests of
 ## the library and of the nested test module (real kube-apiserver), and
@@ -29,6 +29,7 @@ fmt-check:
 vet:
 	@$(STAGE) "go vet (library)" $(GO) vet ./...
 	@$(STAGE) "go vet (test module)" sh -c 'cd test && $(GO) vet ./...'
+	@$(STAGE) "go vet, bash -n (conformance harness)" sh -c 'cd conformance && $(GO) vet ./... && for f in *.sh; do bash -n $$f || exit 1; done'
 
 $(BIN)/staticcheck:
 	@$(STAGE) "build staticcheck $(STATICCHECK_VERSION)" env GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
@@ -73,6 +74,16 @@ demo-check:
 	@$(STAGE) "demo --check" sh -c 'cd test && $(GO) build -o $(BIN)/nodekit-demo ./cmd/demo && tmp=$$(mktemp -d) && \
 	  TMPDIR=$$tmp $(BIN)/nodekit-demo --check; rc=$$?; left=$$(ls -A $$tmp); rm -rf $$tmp; \
 	  if [ -n "$$left" ]; then echo "demo left in TMPDIR: $$left"; exit 1; fi; exit $$rc'
+
+## conformance: the unmodified upstream e2e suite (v1.36.3: the 290 sig-node
+## conformance and NodeConformance specs) against the reference agent on a
+## one-node cluster built here, compared with the upstream kubelet's
+## baseline (root; the first run builds the cluster, about 30 minutes on 2
+## cores; a full run takes about 40). JOIN=1: the node joins with a bootstrap
+## token and rotating certificates; AGENT=kubelet: the upstream kubelet;
+## FOCUS=regexp: a subset. See conformance/README.md.
+conformance:
+	@conformance/run.sh
 
 ## bench: every benchmark, with allocations.
 bench:

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"syscall"
 
+	sddbus "github.com/coreos/go-systemd/v22/dbus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -24,7 +25,9 @@ const (
 	// DriverCgroupfs writes the cgroup filesystem directly; cgroup
 	// parents are paths ("/kubepods/burstable/pod<uid>").
 	DriverCgroupfs = "cgroupfs"
-	// DriverSystemd would manage slices through systemd. Not supported.
+	// DriverSystemd creates the tree as systemd slices through systemd's
+	// D-Bus API (kubepods.slice/kubepods-burstable.slice/...); cgroup
+	// parents are the slices' paths.
 	DriverSystemd = "systemd"
 )
 
@@ -43,10 +46,14 @@ const (
 type Config struct {
 	// Mount is where cgroups are mounted. Default /sys/fs/cgroup.
 	Mount string
-	// Driver is DriverCgroupfs (the default). DriverSystemd is refused.
+	// Driver is DriverCgroupfs (the default) or DriverSystemd. The
+	// runtime must use the same (containerd's SystemdCgroup).
 	Driver string
+	// Systemd is the D-Bus connection of DriverSystemd; nil connects to
+	// the system bus at Setup (and Close closes it).
+	Systemd SystemdConn
 	// Root is the kubelet's --cgroup-root, the parent of kubepods.
-	// Default "/".
+	// Default "/", the only root DriverSystemd takes.
 	Root string
 	// Allocatable, when set, is enforced on the kubepods cgroup (the
 	// kubelet's --enforce-node-allocatable=pods).
@@ -63,6 +70,11 @@ type Manager struct {
 	roots []string // v1: one directory per hierarchy; v2: the mount
 	plain bool     // roots are not cgroup filesystems (tests)
 	root  []string // --cgroup-root as path elements
+	// systemd: DriverSystemd; sd is its connection (nil until Setup),
+	// ownSD when Setup opened it.
+	systemd bool
+	sd      SystemdConn
+	ownSD   bool
 
 	mu        sync.Mutex
 	burstable uint64 // last burstable shares written
@@ -79,9 +91,14 @@ func New(cfg Config) (*Manager, error) {
 		cfg.Driver = DriverCgroupfs
 	case DriverCgroupfs:
 	case DriverSystemd:
-		return nil, errors.New("cgroups: the systemd cgroup driver is not supported by this agent; configure the runtime and the agent with cgroupfs")
+		if cfg.Systemd == nil && !systemdRunning() {
+			return nil, errors.New("cgroups: the systemd cgroup driver needs systemd as the host's init (there is no /run/systemd/system); configure the runtime and the agent with cgroupfs")
+		}
+		if cfg.Root != "" && cfg.Root != "/" {
+			return nil, fmt.Errorf("cgroups: cgroup root %q: the systemd driver keeps kubepods.slice at the root", cfg.Root)
+		}
 	default:
-		return nil, fmt.Errorf("cgroups: driver %q: want %s", cfg.Driver, DriverCgroupfs)
+		return nil, fmt.Errorf("cgroups: driver %q: want %s or %s", cfg.Driver, DriverCgroupfs, DriverSystemd)
 	}
 	if cfg.Root == "" {
 		cfg.Root = "/"
@@ -92,7 +109,7 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.PodPIDsLimit < 0 {
 		cfg.PodPIDsLimit = 0
 	}
-	m := &Manager{cfg: cfg}
+	m := &Manager{cfg: cfg, systemd: cfg.Driver == DriverSystemd, sd: cfg.Systemd}
 	for _, e := range strings.Split(strings.Trim(cfg.Root, "/"), "/") {
 		if e != "" {
 			m.root = append(m.root, e)
@@ -152,35 +169,59 @@ func (m *Manager) podElems(pod *v1.Pod) []string {
 }
 
 // PodCgroup is the pod's cgroup as the runtime's CgroupParent:
-// "/kubepods/burstable/pod<uid>".
+// "/kubepods/burstable/pod<uid>", or with the systemd driver
+// "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid>.slice"
+// (the UID's dashes as underscores).
 func (m *Manager) PodCgroup(pod *v1.Pod) string {
-	return "/" + path.Join(m.podElems(pod)...)
+	return m.cgroupName(m.podElems(pod))
+}
+
+// cgroupName is the cgroup of elems as the runtime and Pods name it.
+func (m *Manager) cgroupName(elems []string) string {
+	if m.systemd {
+		return "/" + path.Join(sliceNames(elems)...)
+	}
+	return "/" + path.Join(elems...)
+}
+
+// Close closes the systemd connection Setup opened, if any.
+func (m *Manager) Close() {
+	if m.ownSD && m.sd != nil {
+		m.sd.Close()
+	}
 }
 
 // Setup creates kubepods (limited to the allocatable when configured) and
 // the QoS cgroups.
 func (m *Manager) Setup(ctx context.Context) error {
+	if m.systemd && m.sd == nil {
+		conn, err := sddbus.NewWithContext(ctx)
+		if err != nil {
+			return fmt.Errorf("cgroups: connect to systemd: %w", err)
+		}
+		m.sd, m.ownSD = conn, true
+	}
 	kp := m.qosElems(v1.PodQOSGuaranteed)
 	r := Resources{CPUQuota: -1, Memory: -1}
 	if m.cfg.Allocatable != nil {
 		r = AllocatableResources(m.cfg.Allocatable)
 	}
-	if err := m.create(kp, r, m.cfg.Allocatable != nil); err != nil {
+	if err := m.create(ctx, kp, r, m.cfg.Allocatable != nil); err != nil {
 		return err
 	}
 	for _, q := range []v1.PodQOSClass{v1.PodQOSBurstable, v1.PodQOSBestEffort} {
 		// QoS tiers are never capped in memory or huge pages.
-		if err := m.create(m.qosElems(q), Resources{CPUShares: MinShares, CPUQuota: -1, Memory: -1}, false); err != nil {
+		if err := m.create(ctx, m.qosElems(q), Resources{CPUShares: MinShares, CPUQuota: -1, Memory: -1}, false); err != nil {
 			return err
 		}
 	}
-	klog.FromContext(ctx).V(2).Info("Pod cgroups ready", "root", m.cfg.Root, "v2", m.v2, "allocatable", m.cfg.Allocatable != nil)
+	klog.FromContext(ctx).V(2).Info("Pod cgroups ready", "root", m.cfg.Root, "driver", m.cfg.Driver, "v2", m.v2, "allocatable", m.cfg.Allocatable != nil)
 	return nil
 }
 
 // PodExists reports whether the pod's cgroup exists.
 func (m *Manager) PodExists(pod *v1.Pod) bool {
-	_, err := os.Stat(filepath.Join(m.roots[0], filepath.Join(m.podElems(pod)...)))
+	_, err := os.Stat(m.dir(m.roots[0], m.podElems(pod)))
 	return err == nil
 }
 
@@ -192,7 +233,7 @@ func (m *Manager) EnsurePod(ctx context.Context, pod *v1.Pod) error {
 	}
 	r := PodResources(pod)
 	r.PIDs = m.cfg.PodPIDsLimit
-	if err := m.create(m.podElems(pod), r, true); err != nil {
+	if err := m.create(ctx, m.podElems(pod), r, true); err != nil {
 		return fmt.Errorf("pod cgroup %s: %w", m.PodCgroup(pod), err)
 	}
 	klog.FromContext(ctx).V(3).Info("Created pod cgroup", "pod", klog.KObj(pod), "cgroup", m.PodCgroup(pod))
@@ -201,8 +242,8 @@ func (m *Manager) EnsurePod(ctx context.Context, pod *v1.Pod) error {
 
 // UpdatePod writes r to the pod's existing cgroup, only the fields that
 // are set (CPUShares > 0, CPUQuota != 0, Memory != 0).
-func (m *Manager) UpdatePod(pod *v1.Pod, r Resources) error {
-	return m.write(m.podElems(pod), r, false)
+func (m *Manager) UpdatePod(ctx context.Context, pod *v1.Pod, r Resources) error {
+	return m.write(ctx, m.podElems(pod), r, false)
 }
 
 // PodConfig reads the pod cgroup's current CPU shares, quota and period
@@ -281,7 +322,7 @@ func (m *Manager) PodMemoryUsage(pod *v1.Pod) (int64, error) {
 // UpdateQoS sets the burstable tier's CPU shares to the summed CPU
 // requests of the burstable pods among pods (the kubelet's rule; the
 // besteffort tier keeps MinShares). It writes only on a change.
-func (m *Manager) UpdateQoS(pods []*v1.Pod) error {
+func (m *Manager) UpdateQoS(ctx context.Context, pods []*v1.Pod) error {
 	var milli int64
 	for _, p := range pods {
 		if QOSClass(p) == v1.PodQOSBurstable {
@@ -295,7 +336,7 @@ func (m *Manager) UpdateQoS(pods []*v1.Pod) error {
 	if shares == m.burstable {
 		return nil
 	}
-	if err := m.write(m.qosElems(v1.PodQOSBurstable), Resources{CPUShares: shares}, false); err != nil {
+	if err := m.write(ctx, m.qosElems(v1.PodQOSBurstable), Resources{CPUShares: shares}, false); err != nil {
 		return err
 	}
 	m.burstable = shares
@@ -316,8 +357,17 @@ func (m *Manager) Pods() (map[types.UID]string, error) {
 				return nil, err
 			}
 			for _, e := range entries {
-				if uid, ok := strings.CutPrefix(e.Name(), podPrefix); ok && e.IsDir() {
-					out[types.UID(uid)] = "/" + path.Join(append(elems, e.Name())...)
+				name := e.Name()
+				if m.systemd {
+					if !strings.HasSuffix(name, ".slice") {
+						continue
+					}
+					// kubepods-burstable-pod<uid>.slice: its last element
+					all := elemsFromSlicePath(name)
+					name = all[len(all)-1]
+				}
+				if uid, ok := strings.CutPrefix(name, podPrefix); ok && e.IsDir() {
+					out[types.UID(uid)] = m.cgroupName(append(elems[:len(elems):len(elems)], name))
 				}
 			}
 		}
@@ -330,6 +380,9 @@ func (m *Manager) Pods() (map[types.UID]string, error) {
 // returns an error: call again later.
 func (m *Manager) Destroy(ctx context.Context, cgroup string) error {
 	elems := strings.Split(strings.Trim(cgroup, "/"), "/")
+	if m.systemd {
+		elems = elemsFromSlicePath(cgroup)
+	}
 	var errs []error
 	for attempt := 0; attempt < 5; attempt++ {
 		pids := m.pids(elems)
@@ -348,6 +401,11 @@ func (m *Manager) Destroy(ctx context.Context, cgroup string) error {
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("pod cgroup %s: %w", cgroup, errors.Join(errs...))
+	}
+	if m.systemd && m.sd != nil {
+		if err := m.stopSlice(ctx, elems); err != nil {
+			return fmt.Errorf("pod cgroup %s: %w", cgroup, err)
+		}
 	}
 	for _, root := range m.roots {
 		if err := m.removeTree(m.dir(root, elems)); err != nil {

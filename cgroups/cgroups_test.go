@@ -157,12 +157,12 @@ func TestManagerV1(t *testing.T) {
 	assert.Equal(t, Resources{CPUShares: 512, CPUQuota: 50000, CPUPeriod: QuotaPeriod, Memory: 128 << 20}, got)
 
 	// A resize: more CPU, less memory.
-	require.NoError(t, m.UpdatePod(g, Resources{CPUShares: 1024, CPUQuota: 100000, CPUPeriod: QuotaPeriod, Memory: 100 << 20}))
+	require.NoError(t, m.UpdatePod(ctx, g, Resources{CPUShares: 1024, CPUQuota: 100000, CPUPeriod: QuotaPeriod, Memory: 100 << 20}))
 	got, err = m.PodConfig(g)
 	require.NoError(t, err)
 	assert.Equal(t, Resources{CPUShares: 1024, CPUQuota: 100000, CPUPeriod: QuotaPeriod, Memory: 100 << 20}, got)
 
-	require.NoError(t, m.UpdateQoS([]*v1.Pod{g, b, e, podWith("b2", ctr("a", rl("cpu", "750m"), nil))}))
+	require.NoError(t, m.UpdateQoS(ctx, []*v1.Pod{g, b, e, podWith("b2", ctr("a", rl("cpu", "750m"), nil))}))
 	assert.Equal(t, "1024", read(t, cpu, "kubepods", "burstable", "cpu.shares"), "burstable pods' requests")
 
 	pods, err := m.Pods()
@@ -189,7 +189,7 @@ func TestManagerV1HugePages(t *testing.T) {
 	for _, f := range []string{"hugetlb.2MB.limit_in_bytes", "hugetlb.1GB.limit_in_bytes"} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte("9223372036854771712"), 0o644))
 	}
-	require.NoError(t, m.create(m.podElems(p), PodResources(p), true))
+	require.NoError(t, m.create(context.Background(), m.podElems(p), PodResources(p), true))
 	assert.Equal(t, "4194304", read(t, dir, "hugetlb.2MB.limit_in_bytes"))
 	assert.Equal(t, "0", read(t, dir, "hugetlb.1GB.limit_in_bytes"), "sizes a pod did not request are closed")
 }
@@ -227,7 +227,7 @@ func TestManagerV2(t *testing.T) {
 func TestNewRefuses(t *testing.T) {
 	mnt := v1Tree(t)
 	for _, cfg := range []Config{
-		{Mount: mnt, Driver: DriverSystemd},
+		{Mount: mnt, Driver: DriverSystemd, Systemd: &fakeSystemd{}, Root: "/custom"},
 		{Mount: mnt, Driver: "nope"},
 		{Mount: mnt, Root: "relative"},
 		{Mount: mnt, Root: "/a/../b"},

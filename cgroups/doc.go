@@ -8,8 +8,28 @@
 // the runtime is given as the sandbox's CgroupParent.
 //
 // Both cgroup v1 (one hierarchy per controller) and the unified v2
-// hierarchy are handled, with the cgroupfs driver. The systemd driver is
-// refused at construction rather than half-supported.
+// hierarchy are handled, with either driver. With the cgroupfs driver the
+// Manager makes the directories and writes the files. With the systemd
+// driver (kubeadm's default) the tree is systemd slices named as the
+// kubelet names them (kubepods.slice/kubepods-burstable.slice/
+// kubepods-burstable-pod<uid with _ for ->.slice), started through
+// systemd's D-Bus API (github.com/coreos/go-systemd/v22/dbus) as transient
+// units that carry the resources as unit properties (CPUShares or
+// CPUWeight, MemoryLimit or MemoryMax, CPUQuotaPerSecUSec, TasksMax), so
+// that systemd keeps them; the files are written as well, and the
+// hierarchies systemd does not manage (v1 cpuset, hugetlb) are made
+// directly. Destroy stops a pod's slice. The runtime must use the same
+// driver (containerd's SystemdCgroup); CheckHost refuses swap and cgroup
+// v1 where the host asks for it.
+//
+// # Differences from upstream
+//
+//   - The kubelet drives systemd through libcontainer's cgroup managers
+//     (github.com/opencontainers/cgroups); this package speaks to systemd's
+//     D-Bus API directly, with the same unit names and properties, and
+//     leaves device rules, cpusets per pod and freezing out as the kubelet
+//     does (SkipDevices, SkipFreezeOnSet).
+//   - The systemd driver takes only "/" as the cgroup root.
 //
 // The Manager writes only what it is asked to: EnsurePod on first sync,
 // UpdatePod on an in-place resize, UpdateQoS whenever the set of pods

@@ -1,6 +1,7 @@
 package cgroups
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -30,8 +31,12 @@ func resourcehelperRequests(pod *v1.Pod) v1.ResourceList {
 	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 }
 
-// dir is the directory of the cgroup elems in the hierarchy at root.
+// dir is the directory of the cgroup elems in the hierarchy at root
+// (with the systemd driver, its slices' directories).
 func (m *Manager) dir(root string, elems []string) string {
+	if m.systemd {
+		return filepath.Join(append([]string{root}, sliceNames(elems)...)...)
+	}
 	return filepath.Join(append([]string{root}, elems...)...)
 }
 
@@ -49,7 +54,16 @@ func hasController(root, c string) bool {
 // create makes the cgroup elems (and its missing parents) in every
 // hierarchy and writes r; pod cgroups (limitHuge) also get a huge page
 // limit for every size the node has (0 unless r asks for it).
-func (m *Manager) create(elems []string, r Resources, limitHuge bool) error {
+//
+// With the systemd driver the slices are started through systemd first
+// (which creates their cgroups in the hierarchies it manages); the
+// directories it leaves out (v1 cpuset, hugetlb) are made here.
+func (m *Manager) create(ctx context.Context, elems []string, r Resources, limitHuge bool) error {
+	if m.systemd {
+		if err := m.startSlices(ctx, elems, r); err != nil {
+			return err
+		}
+	}
 	for _, root := range m.roots {
 		for i := 1; i <= len(elems); i++ {
 			dir := m.dir(root, elems[:i])
@@ -76,7 +90,7 @@ func (m *Manager) create(elems []string, r Resources, limitHuge bool) error {
 			}
 		}
 	}
-	return m.write(elems, r, limitHuge)
+	return m.write(ctx, elems, r, limitHuge)
 }
 
 // enableControllers turns on, for the children of the v2 cgroup dir, every
@@ -102,8 +116,16 @@ func enableControllers(dir string) error {
 // write sets r on the cgroup elems: CPU shares when positive, the quota
 // when non-zero, memory when non-zero, PIDs when positive, huge pages as
 // given (and 0 for the node's other sizes when limitHuge).
-func (m *Manager) write(elems []string, r Resources, limitHuge bool) error {
+//
+// With the systemd driver the values are also set as the slice's unit
+// properties, which systemd re-applies on a daemon-reload.
+func (m *Manager) write(ctx context.Context, elems []string, r Resources, limitHuge bool) error {
 	var errs []error
+	if m.systemd {
+		if err := m.setSliceProps(ctx, elems, r); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	set := func(dir, file, value string) {
 		if err := writeFile(filepath.Join(dir, file), value); err != nil {
 			errs = append(errs, err)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fails if any k8s.io module in the build list of the root or the test module
+# Fails if any k8s.io module in the build list of the root, test or conformance module
 # floats away from the pinned release. The module proxy serves v0.37 staging
 # modules that match no k8s.io/kubernetes release; an unpinned `go get` would
 # pick them.
@@ -8,7 +8,7 @@ want_staging=v0.36.3
 want_kubernetes=v1.36.3
 cd "$(dirname "$0")/.."
 bad=0
-for dir in . test; do
+for dir in . test conformance; do
   [ -f "$dir/go.mod" ] || continue
   while read -r path version; do
     case "$path" in

@@ -1,6 +1,7 @@
 package kubeletapi
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -89,6 +90,12 @@ type Config struct {
 	TLSCertFile, TLSKeyFile string
 	// NodeIPs are added to the self-signed certificate's names.
 	NodeIPs []net.IP
+	// GetCertificate, if set, supplies the serving certificate at each
+	// handshake instead of the files (serverTLSBootstrap: a rotating
+	// certificate from the cluster, as nodecerts.Serving.GetCertificate).
+	// An error fails the handshake: the API serves nothing until there is
+	// a certificate. Exclusive with TLSCertFile.
+	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 
 	// Auth configures the kubelet's authentication and authorization.
 	Auth AuthConfig
@@ -187,6 +194,9 @@ func (c *Config) defaults() error {
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		errs = append(errs, errors.New("TLSCertFile and TLSKeyFile must be given together"))
+	}
+	if c.GetCertificate != nil && c.TLSCertFile != "" {
+		errs = append(errs, errors.New("GetCertificate and TLSCertFile are exclusive"))
 	}
 	for name, d := range map[string]time.Duration{
 		"StreamIdleTimeout": c.StreamIdleTimeout, "StreamCreationTimeout": c.StreamCreationTimeout,

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -359,4 +360,46 @@ func TestRunServeError(t *testing.T) {
 	}
 	_, err = net.DialTimeout("tcp", healthz.Addr().String(), time.Second)
 	require.Error(t, err, "the other listener is closed")
+}
+
+// A certificate supplied per handshake (serverTLSBootstrap): while there
+// is none the handshake fails and nothing is served; once there is one it
+// is served, and a new one takes over at the next handshake.
+func TestRunServesTheSuppliedCertificate(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	api := listen(t)
+	var current atomic.Pointer[tls.Certificate]
+	srv, _ := newServer(t, func(c *kubeletapi.Config) {
+		c.TLSCertFile, c.TLSKeyFile = "", ""
+		c.Listener, c.HealthzAddr = api, kubeletapi.Disabled
+		c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			if c := current.Load(); c != nil {
+				return c, nil
+			}
+			return nil, errors.New("no serving certificate available for the kubelet")
+		}
+	})
+	stop := startServer(t, srv)
+	defer stop()
+	client := httpsClient()
+	url := "https://" + api.Addr().String() + "/healthz"
+	_, err := client.Get(url)
+	require.Error(t, err, "no certificate, no handshake")
+
+	pair, err := tls.LoadX509KeyPair(servingCertFile, servingKeyFile)
+	require.NoError(t, err)
+	current.Store(&pair)
+	resp, err := client.Get(url)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, nodeName, resp.TLS.PeerCertificates[0].Subject.CommonName)
+	stop()
+}
+
+func TestGetCertificateExcludesFiles(t *testing.T) {
+	cfg, _ := baseConfig()
+	cfg.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return nil, nil }
+	_, err := kubeletapi.New(cfg)
+	require.ErrorContains(t, err, "GetCertificate and TLSCertFile are exclusive")
 }

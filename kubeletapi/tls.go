@@ -17,6 +17,7 @@ import (
 // never run (Handler only) must not leave behind.
 type servingCert struct {
 	certFile, keyFile string // empty: self-signed
+	get               func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 
 	mu        sync.Mutex
 	files     *dynamiccertificates.DynamicCertKeyPairContent // set by watch
@@ -25,6 +26,9 @@ type servingCert struct {
 }
 
 func newServingCert(cfg *Config) (*servingCert, error) {
+	if cfg.GetCertificate != nil {
+		return &servingCert{get: cfg.GetCertificate}, nil
+	}
 	if cfg.TLSCertFile != "" {
 		pair, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
 		if err != nil {
@@ -96,7 +100,10 @@ func (s *servingCert) tlsConfig() *tls.Config {
 	return &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		ClientAuth: tls.RequestClientCert,
-		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+			if s.get != nil {
+				return s.get(hello)
+			}
 			return s.current()
 		},
 	}

@@ -91,7 +91,7 @@ func (s *Syncer) resizeContainers(ctx context.Context, pod *v1.Pod, rtp *podRunt
 			}
 		}
 		if len(todo) > 0 {
-			if err := s.widenPodCgroup(pod, cur, want); err != nil {
+			if err := s.widenPodCgroup(ctx, pod, cur, want); err != nil {
 				return err
 			}
 		}
@@ -109,7 +109,7 @@ func (s *Syncer) resizeContainers(ctx context.Context, pod *v1.Pod, rtp *podRunt
 	// Every container has its allocation: the pod cgroup gets the pod's
 	// (narrower, after a shrink or a restart-resize) values.
 	if s.cgroups != nil && !samePodCgroup(cur, want) {
-		if err := s.cgroups.UpdatePod(pod, want); err != nil {
+		if err := s.cgroups.UpdatePod(ctx, pod, want); err != nil {
 			return fmt.Errorf("set the pod cgroup: %w", err)
 		}
 	}
@@ -119,12 +119,12 @@ func (s *Syncer) resizeContainers(ctx context.Context, pod *v1.Pod, rtp *podRunt
 // widenPodCgroup lets the pod cgroup admit both its current and its
 // allocated limits, so that containers started or updated with the new
 // ones fit (cgroup v1 refuses a CFS quota above the parent's).
-func (s *Syncer) widenPodCgroup(pod *v1.Pod, cur, want cgroups.Resources) error {
+func (s *Syncer) widenPodCgroup(ctx context.Context, pod *v1.Pod, cur, want cgroups.Resources) error {
 	w := widest(cur, want)
 	if w.CPUQuota == cur.CPUQuota && w.Memory == cur.Memory {
 		return nil
 	}
-	if err := s.cgroups.UpdatePod(pod, cgroups.Resources{CPUQuota: w.CPUQuota, CPUPeriod: w.CPUPeriod, Memory: w.Memory}); err != nil {
+	if err := s.cgroups.UpdatePod(ctx, pod, cgroups.Resources{CPUQuota: w.CPUQuota, CPUPeriod: w.CPUPeriod, Memory: w.Memory}); err != nil {
 		return fmt.Errorf("widen the pod cgroup: %w", err)
 	}
 	return nil
@@ -132,7 +132,7 @@ func (s *Syncer) widenPodCgroup(pod *v1.Pod, cur, want cgroups.Resources) error 
 
 // prepareResize widens an existing pod cgroup before a sync starts
 // containers with resources a resize changed.
-func (s *Syncer) prepareResize(pod *v1.Pod) error {
+func (s *Syncer) prepareResize(ctx context.Context, pod *v1.Pod) error {
 	if s.cgroups == nil || s.alloc == nil || !s.cgroups.PodExists(pod) {
 		return nil
 	}
@@ -140,7 +140,7 @@ func (s *Syncer) prepareResize(pod *v1.Pod) error {
 	if err != nil {
 		return fmt.Errorf("read the pod cgroup: %w", err)
 	}
-	return s.widenPodCgroup(pod, cur, cgroups.PodResources(pod))
+	return s.widenPodCgroup(ctx, pod, cur, cgroups.PodResources(pod))
 }
 
 // samePodCgroup compares the cgroup's values a with the wanted b: limits

@@ -230,7 +230,7 @@ func (s *Syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v
 		}
 		plan = s.plan(pod, rtp)
 	}
-	if err := s.prepareResize(pod); err != nil {
+	if err := s.prepareResize(ctx, pod); err != nil {
 		klog.FromContext(ctx).Error(err, "Prepare the pod cgroup for a resize", "pod", klog.KObj(pod))
 	}
 	syncErr := s.execute(ctx, pod, rtp, plan)
@@ -253,7 +253,7 @@ func (s *Syncer) ensurePodCgroup(ctx context.Context, pod *v1.Pod) error {
 		return nil
 	}
 	if s.activePods != nil {
-		if err := s.cgroups.UpdateQoS(s.activePods()); err != nil {
+		if err := s.cgroups.UpdateQoS(ctx, s.activePods()); err != nil {
 			klog.FromContext(ctx).Error(err, "Update QoS cgroups")
 		}
 	}

@@ -21,6 +21,7 @@ type fileConfig struct {
 	port, readOnlyPort, maxPulls  *int
 	apiBurst                      *int
 	serializePulls, cgroupsPerQOS *bool
+	rotateCerts                   *bool
 	apiQPS                        *float64
 	taints                        *string
 }
@@ -174,6 +175,10 @@ func (f fileConfig) fields() []field {
 			*f.taints = strings.Join(specs, ",")
 			return nil
 		}},
+		{"rotateCertificates", "rotate-certificates", func(c *kubeletconfig.Config) error { *f.rotateCerts = c.RotateCertificates; return nil }},
+		{"serverTLSBootstrap", "rotate-server-certificates", func(c *kubeletconfig.Config) error { o.ServerTLSBootstrap = c.ServerTLSBootstrap; return nil }},
+		{"failSwapOn", "fail-swap-on", func(c *kubeletconfig.Config) error { o.FailSwapOn = *c.FailSwapOn; return nil }},
+		{"failCgroupV1", "fail-cgroupv1", func(c *kubeletconfig.Config) error { o.FailCgroupV1 = *c.FailCgroupV1; return nil }},
 		{"providerID", "provider-id", func(c *kubeletconfig.Config) error { o.ProviderID = c.ProviderID; return nil }},
 	}
 }

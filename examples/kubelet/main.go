@@ -31,6 +31,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodekit/nodekit/examples/kubelet/agent"
+	"github.com/nodekit/nodekit/nodecerts"
 	"github.com/nodekit/nodekit/nodestatus"
 )
 
@@ -56,7 +57,13 @@ func parseFlags(args []string) (agent.Options, error) {
 		readOnlyPort int
 	)
 	host, _ := os.Hostname()
-	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the node identity (cluster mode); empty runs standalone")
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the node identity (cluster mode); empty runs standalone. With --bootstrap-kubeconfig it is written when missing or expired")
+	var bootstrapKubeconfig, certDir string
+	var rotateCerts bool
+	fs.StringVar(&bootstrapKubeconfig, "bootstrap-kubeconfig", "", "kubeconfig (e.g. a bootstrap token) that requests the node's client certificate when --kubeconfig has no valid one (TLS bootstrapping)")
+	fs.StringVar(&certDir, "cert-dir", "", "directory of the node's certificates, client and serving (default <root-dir>/pki)")
+	fs.BoolVar(&rotateCerts, "rotate-certificates", false, "request a new client certificate from the cluster before the current one expires")
+	fs.BoolVar(&opts.ServerTLSBootstrap, "rotate-server-certificates", false, "request the kubelet API's serving certificate from the cluster (kubernetes.io/kubelet-serving CSRs, approved by the cluster's operator) and rotate it")
 	fs.StringVar(&opts.NodeName, "node-name", host, "the node's name")
 	fs.StringVar(&opts.PodManifestPath, "pod-manifest-path", "", "directory or file of static pod manifests")
 	fs.StringVar(&opts.ManifestURL, "manifest-url", "", "URL serving static pod manifests")
@@ -91,7 +98,9 @@ func parseFlags(args []string) (agent.Options, error) {
 	fs.IntVar(&maxPulls, "max-parallel-image-pulls", 0, "with --serialize-image-pulls=false: pulls in flight at most (0: no bound)")
 	cgroupsPerQOS := true
 	fs.BoolVar(&cgroupsPerQOS, "cgroups-per-qos", true, "keep the pod cgroup tree: kubepods/{burstable,besteffort}/pod<uid> (real runtime only)")
-	fs.StringVar(&opts.CgroupDriver, "cgroup-driver", "cgroupfs", "cgroup driver; only cgroupfs is supported, the runtime must use it too")
+	fs.BoolVar(&opts.FailSwapOn, "fail-swap-on", true, "refuse to start with a container runtime on a host with swap enabled")
+	fs.BoolVar(&opts.FailCgroupV1, "fail-cgroupv1", false, "refuse to start with a container runtime on a cgroup v1 host (the kubelet's default is true)")
+	fs.StringVar(&opts.CgroupDriver, "cgroup-driver", "cgroupfs", "cgroup driver: cgroupfs or systemd (slices through systemd's D-Bus API); a runtime that reports its own driver overrides it")
 	fs.StringVar(&opts.CgroupRoot, "cgroup-root", "/", "parent cgroup of kubepods")
 	fs.StringVar(&opts.EnforceNodeAllocatable, "enforce-node-allocatable", agent.EnforcePods, `"pods" caps the kubepods cgroup at the node's allocatable; "none" does not`)
 	fs.Int64Var(&opts.PodPIDsLimit, "pod-max-pids", -1, "pids.max of each pod cgroup; -1 for no limit")
@@ -139,7 +148,7 @@ func parseFlags(args []string) (agent.Options, error) {
 	if configFile != "" {
 		fc := fileConfig{opts: &opts, address: &address, port: &port, readOnlyPort: &readOnlyPort,
 			serializePulls: &serializePulls, maxPulls: &maxPulls, cgroupsPerQOS: &cgroupsPerQOS,
-			apiQPS: &apiQPS, apiBurst: &apiBurst, taints: &taints}
+			apiQPS: &apiQPS, apiBurst: &apiBurst, taints: &taints, rotateCerts: &rotateCerts}
 		if err := fc.apply(configFile, set); err != nil {
 			return opts, err
 		}
@@ -166,12 +175,32 @@ func parseFlags(args []string) (agent.Options, error) {
 	default:
 		opts.MaxParallelImagePulls = -1
 	}
-	if kubeconfig != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-		if err != nil {
-			return opts, fmt.Errorf("--kubeconfig: %w", err)
+	if certDir == "" {
+		root := opts.RootDir
+		if root == "" {
+			root = agent.DefaultRootDir
 		}
-		opts.Kube = rest.CopyConfig(cfg)
+		certDir = filepath.Join(root, "pki")
+	}
+	opts.CertDir = certDir
+	if bootstrapKubeconfig != "" && kubeconfig == "" {
+		return opts, errors.New("--bootstrap-kubeconfig needs --kubeconfig: the path the node's own kubeconfig is written to")
+	}
+	if kubeconfig != "" {
+		if bootstrapKubeconfig != "" || rotateCerts {
+			creds, err := nodecerts.NewClient(nodecerts.ClientConfig{NodeName: opts.NodeName, Kubeconfig: kubeconfig,
+				BootstrapKubeconfig: bootstrapKubeconfig, CertDir: certDir, Rotate: rotateCerts})
+			if err != nil {
+				return opts, err
+			}
+			opts.Credentials, opts.Kube = creds, creds.RESTConfig()
+		} else {
+			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return opts, fmt.Errorf("--kubeconfig: %w", err)
+			}
+			opts.Kube = rest.CopyConfig(cfg)
+		}
 		if apiQPS <= 0 || apiBurst <= 0 {
 			return opts, fmt.Errorf("--kube-api-qps %g and --kube-api-burst %d must be positive", apiQPS, apiBurst)
 		}
@@ -254,6 +283,10 @@ func usage(fs *flag.FlagSet) {
 
 Usage:
   kubelet --kubeconfig node.kubeconfig [--node-name n1] [flags]   join a cluster as a node
+  kubelet --bootstrap-kubeconfig boot.conf --kubeconfig kubelet.conf --rotate-certificates \
+          [--rotate-server-certificates] [--config kubelet.yaml] [flags]
+                                                                  join with a bootstrap token: the node's
+                                                                  certificates come from the cluster
   kubelet --pod-manifest-path DIR [flags]                         standalone: static pods only
   kubelet                                                         standalone, an embedded demo pod
 

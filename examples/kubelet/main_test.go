@@ -80,3 +80,36 @@ func TestNodeLabelsAndTaintsAreChecked(t *testing.T) {
 	_, err = parseFlags([]string{"--system-reserved", "gpu=1"})
 	require.ErrorContains(t, err, `resource "gpu"`)
 }
+
+// A node joining with a bootstrap token: the node's kubeconfig is written
+// to point at the certificate store, the agent's client config presents
+// the store's certificate, and the serving certificate is requested.
+func TestBootstrapFlagsAndConfig(t *testing.T) {
+	dir := t.TempDir()
+	boot := filepath.Join(dir, "bootstrap.conf")
+	require.NoError(t, os.WriteFile(boot, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://192.0.2.1:6443", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: abcdef.0123456789abcdef}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`), 0o600))
+	cfg := writeConfig(t, "rotateCertificates: true\nserverTLSBootstrap: true\nfailSwapOn: false\nfailCgroupV1: true\n")
+	kubeconfig := filepath.Join(dir, "kubelet.conf")
+	opts, err := parseFlags([]string{"--config", cfg, "--node-name", "n1", "--bootstrap-kubeconfig", boot,
+		"--kubeconfig", kubeconfig, "--root-dir", filepath.Join(dir, "root")})
+	require.NoError(t, err)
+	require.NotNil(t, opts.Credentials)
+	assert.True(t, opts.ServerTLSBootstrap)
+	assert.False(t, opts.FailSwapOn)
+	assert.True(t, opts.FailCgroupV1)
+	assert.Equal(t, filepath.Join(dir, "root", "pki"), opts.CertDir, "--cert-dir defaults under --root-dir")
+	assert.NotNil(t, opts.Kube.Transport, "the client presents the store's certificate")
+	assert.Equal(t, float32(50), opts.Kube.QPS)
+	_, err = os.Stat(kubeconfig)
+	require.NoError(t, err, "the node's kubeconfig is written")
+	require.NoError(t, opts.Validate())
+
+	_, err = parseFlags([]string{"--bootstrap-kubeconfig", boot})
+	require.ErrorContains(t, err, "--bootstrap-kubeconfig needs --kubeconfig")
+}

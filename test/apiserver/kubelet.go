@@ -75,6 +75,12 @@ func newKubeletPKI(dir string) (*kubeletPKI, error) {
 		"--kubelet-client-certificate=" + cert,
 		"--kubelet-client-key=" + keyFile,
 		"--kubelet-certificate-authority=" + p.caFile,
+		// The same CA authenticates node client certificates (kubeadm's
+		// cluster CA does both), and bootstrap tokens are accepted, so a
+		// node can join by TLS bootstrapping (BootstrapKubeconfig,
+		// StartCSRSigner).
+		"--client-ca-file=" + p.caFile,
+		"--enable-bootstrap-token-auth",
 		// kubeadm's order: a node's name need not resolve.
 		"--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
 	}

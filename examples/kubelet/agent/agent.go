@@ -33,6 +33,7 @@ import (
 	"github.com/nodekit/nodekit/eviction"
 	"github.com/nodekit/nodekit/kubeletapi"
 	"github.com/nodekit/nodekit/lease"
+	"github.com/nodekit/nodekit/nodecerts"
 	"github.com/nodekit/nodekit/nodeclaim"
 	"github.com/nodekit/nodekit/nodestatus"
 	"github.com/nodekit/nodekit/objects"
@@ -84,8 +85,9 @@ type Agent struct {
 	cgroups           *cgroups.Manager // nil on the simulator or without pod cgroups
 	alloc             *allocation.Manager
 	api               *kubeletapi.Server
-	apiPort           int            // the bound kubelet API port, 0 when disabled
-	listeners         []net.Listener // the API's, closed on close if Run never took them
+	serving           *nodecerts.Serving // the API's certificate from the cluster; nil without ServerTLSBootstrap
+	apiPort           int                // the bound kubelet API port, 0 when disabled
+	listeners         []net.Listener     // the API's, closed on close if Run never took them
 
 	pods *podmanager.Manager
 
@@ -122,6 +124,11 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 		a.recorder = a.events.NewRecorder(scheme(), v1.EventSource{Component: "kubelet", Host: opts.NodeName})
 	} else {
 		a.recorder = &record.FakeRecorder{} // standalone: events are dropped
+	}
+	if opts.RuntimeEndpoint != "" {
+		if err := cgroups.CheckHost("", "", opts.FailSwapOn, opts.FailCgroupV1); err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
 	}
 	if err := a.connectRuntime(ctx); err != nil {
 		a.close(ctx)
@@ -187,11 +194,37 @@ func (a *Agent) connectRuntime(ctx context.Context) error {
 	}
 	a.runtimeID = v.RuntimeName
 	logger.Info("Connected to container runtime", "endpoint", endpoint, "runtime", v.RuntimeName, "version", v.RuntimeVersion)
+	if a.sim == nil {
+		a.cgroupDriverFromRuntime(ctx)
+	}
 	return nil
+}
+
+// cgroupDriverFromRuntime takes the runtime's cgroup driver when it
+// reports one (CRI RuntimeConfig), as the kubelet does since v1.34: the
+// two must agree, and the runtime's is the one in effect.
+func (a *Agent) cgroupDriverFromRuntime(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	rc, err := a.rt.RuntimeConfig(ctx)
+	if err != nil || rc.GetLinux() == nil {
+		logger.V(2).Info("The runtime does not report its cgroup driver; using the configured one", "driver", a.opts.CgroupDriver, "err", err)
+		return
+	}
+	driver := cgroups.DriverCgroupfs
+	if rc.GetLinux().GetCgroupDriver() == runtimeapi.CgroupDriver_SYSTEMD {
+		driver = cgroups.DriverSystemd
+	}
+	if driver != a.opts.CgroupDriver && !(driver == cgroups.DriverCgroupfs && a.opts.CgroupDriver == "") {
+		logger.Info("Using the cgroup driver the runtime reports", "driver", driver, "configured", a.opts.CgroupDriver)
+	}
+	a.opts.CgroupDriver = driver
 }
 
 // close releases what New acquired.
 func (a *Agent) close(ctx context.Context) {
+	if a.cgroups != nil {
+		a.cgroups.Close()
+	}
 	if c, ok := a.rt.(interface{ Close(context.Context) error }); ok {
 		_ = c.Close(ctx)
 	}
@@ -516,7 +549,7 @@ type cgroupCleanup struct {
 }
 
 func (c cgroupCleanup) CleanupOrphans(ctx context.Context, keep func(types.UID) bool) error {
-	if err := c.cg.UpdateQoS(c.active()); err != nil {
+	if err := c.cg.UpdateQoS(ctx, c.active()); err != nil {
 		klog.FromContext(ctx).Error(err, "Update QoS cgroups")
 	}
 	pods, err := c.cg.Pods()

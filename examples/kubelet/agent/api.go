@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/nodekit/nodekit/kubeletapi"
 	kubeletcri "github.com/nodekit/nodekit/kubeletapi/cri"
+	"github.com/nodekit/nodekit/nodecerts"
 )
 
 // Authorization modes of the kubelet API (--authorization-mode).
@@ -50,6 +52,19 @@ func (a *Agent) buildAPI() error {
 	if ip := net.ParseIP(o.NodeIP); ip != nil {
 		cfg.NodeIPs = []net.IP{ip}
 	}
+	if o.ServerTLSBootstrap && a.client != nil {
+		certDir := o.CertDir
+		if certDir == "" {
+			certDir = filepath.Join(o.RootDir, "pki")
+		}
+		if a.serving, err = nodecerts.NewServing(nodecerts.ServingConfig{
+			NodeName: o.NodeName, Client: a.client, CertDir: certDir, Addresses: a.nodeAddresses,
+			CertFile: o.TLSCertFile, KeyFile: o.TLSKeyFile, Recorder: a.recorder, Registerer: a.registry, Clock: o.Clock,
+		}); err != nil {
+			return err
+		}
+		cfg.TLSCertFile, cfg.TLSKeyFile, cfg.GetCertificate = "", "", a.serving.GetCertificate
+	}
 	switch o.AuthorizationMode {
 	case AuthorizationAlwaysAllow:
 		cfg.Auth.AlwaysAllow = true
@@ -83,6 +98,17 @@ func (a *Agent) buildAPI() error {
 	}
 	a.api, err = kubeletapi.New(cfg)
 	return err
+}
+
+// nodeAddresses are the node's addresses as last reported: the names its
+// serving certificate is requested for.
+func (a *Agent) nodeAddresses() []v1.NodeAddress {
+	if a.nodeStatus != nil {
+		if n := a.nodeStatus.Node(); n != nil {
+			return n.Status.Addresses
+		}
+	}
+	return nil
 }
 
 // listen binds one of the API's listeners ("" or "-": none, a nil

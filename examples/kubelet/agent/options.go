@@ -19,6 +19,7 @@ import (
 	"github.com/nodekit/nodekit/crisim"
 	"github.com/nodekit/nodekit/eviction"
 	"github.com/nodekit/nodekit/kubeletapi"
+	"github.com/nodekit/nodekit/nodecerts"
 	"github.com/nodekit/nodekit/nodestatus"
 )
 
@@ -61,8 +62,23 @@ type Options struct {
 	// picks a free port, which the node reports as its kubelet endpoint.
 	APIAddr string
 	// TLSCertFile and TLSKeyFile are the API's serving certificate
-	// (re-read on change). Empty: a self-signed one.
+	// (re-read on change). Empty: a self-signed one. With
+	// ServerTLSBootstrap they are served until the first signed one.
 	TLSCertFile, TLSKeyFile string
+	// Credentials, if set, are the node's rotating client credentials
+	// (--bootstrap-kubeconfig, --rotate-certificates): Kube must be built
+	// from its RESTConfig; the agent runs it and waits for its first valid
+	// certificate before it claims and registers the node.
+	Credentials *nodecerts.Client
+	// ServerTLSBootstrap requests the API's serving certificate from the
+	// cluster (a kubernetes.io/kubelet-serving CSR for the node's
+	// addresses; serverTLSBootstrap, --rotate-server-certificates) and
+	// rotates it; the API serves nothing until one is issued. Cluster
+	// mode only.
+	ServerTLSBootstrap bool
+	// CertDir holds the serving certificate store with
+	// ServerTLSBootstrap (--cert-dir). Default <RootDir>/pki.
+	CertDir string
 	// ClientCAFile authenticates client certificates on the API.
 	ClientCAFile string
 	// TokenWebhook authenticates bearer tokens with TokenReview
@@ -111,8 +127,18 @@ type Options struct {
 	// --cgroups-per-qos=false): pods then run in the runtime's default
 	// cgroups. Pod cgroups are kept only with a real runtime.
 	DisableCgroupsPerQOS bool
+	// FailSwapOn refuses to start with a real runtime on a host with swap
+	// enabled (the kubelet's --fail-swap-on, default true there; this
+	// agent does not limit containers' swap).
+	FailSwapOn bool
+	// FailCgroupV1 refuses to start with a real runtime on a cgroup v1
+	// host (the kubelet's failCgroupV1, default true there since v1.35;
+	// false here, where cgroup v1 is supported as well as v2).
+	FailCgroupV1 bool
 	// CgroupDriver is the kubelet's --cgroup-driver: cgroupfs (the
-	// default); systemd is refused.
+	// default) or systemd. A runtime that reports its own driver
+	// (RuntimeConfig) overrides it, as the kubelet's
+	// KubeletCgroupDriverFromCRI.
 	CgroupDriver string
 	// CgroupRoot is the kubelet's --cgroup-root, the parent of kubepods.
 	// Default "/".
@@ -218,9 +244,9 @@ func (o *Options) defaults() error {
 		errs = append(errs, fmt.Errorf("enforce-node-allocatable %q: want %s or %s (the system-reserved and kube-reserved cgroups are not enforced)", o.EnforceNodeAllocatable, EnforcePods, EnforceNone))
 	}
 	switch o.CgroupDriver {
-	case "", cgroups.DriverCgroupfs:
+	case "", cgroups.DriverCgroupfs, cgroups.DriverSystemd:
 	default:
-		errs = append(errs, fmt.Errorf("cgroup driver %q: only %s is supported", o.CgroupDriver, cgroups.DriverCgroupfs))
+		errs = append(errs, fmt.Errorf("cgroup driver %q: want %s or %s", o.CgroupDriver, cgroups.DriverCgroupfs, cgroups.DriverSystemd))
 	}
 	switch o.AuthorizationMode {
 	case "", AuthorizationWebhook, AuthorizationAlwaysAllow:
@@ -229,6 +255,9 @@ func (o *Options) defaults() error {
 	}
 	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
 		errs = append(errs, errors.New("the TLS certificate and key files go together"))
+	}
+	if o.Kube == nil && (o.Credentials != nil || o.ServerTLSBootstrap) {
+		errs = append(errs, errors.New("certificates from the cluster (bootstrap, rotation, serving certificate requests) need a kubeconfig"))
 	}
 	if o.PodLogsDir == "" && o.RuntimeEndpoint != "" {
 		o.PodLogsDir = DefaultPodLogsDir

@@ -22,9 +22,10 @@ import (
 // the first component error (which stops the rest).
 func (a *Agent) Run(ctx context.Context) error {
 	defer a.close(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	defer wg.Wait() // after cancel: an early return stops what was started
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	var wg sync.WaitGroup
 	start := func(name string, run func(context.Context) error) {
 		wg.Add(1)
 		go func() {
@@ -33,6 +34,23 @@ func (a *Agent) Run(ctx context.Context) error {
 				cancel(prefixed(name, err))
 			}
 		}()
+	}
+	if c := a.opts.Credentials; c != nil {
+		start("credentials", c.Run)
+		select {
+		case <-c.Ready():
+		default:
+			klog.FromContext(ctx).Info("Waiting for the node's client certificate before registering", "node", a.opts.NodeName)
+			select {
+			case <-c.Ready():
+			case <-ctx.Done():
+				wg.Wait()
+				return runErr(ctx) // the credentials' error, if they failed
+			}
+		}
+	}
+	if a.serving != nil {
+		start("servingcerts", a.serving.Run)
 	}
 	if a.claim != nil {
 		if err := a.claim.Check(ctx); err != nil {
@@ -72,11 +90,16 @@ func (a *Agent) Run(ctx context.Context) error {
 	klog.FromContext(ctx).Info("Node agent running", "node", a.opts.NodeName, "cluster", a.client != nil, "simulator", a.sim != nil)
 	<-ctx.Done()
 	wg.Wait()
-	err := context.Cause(ctx)
-	if a.nodeStatus != nil && !errors.Is(err, nodeclaim.ErrNodeClaimed) {
+	if a.nodeStatus != nil && !errors.Is(context.Cause(ctx), nodeclaim.ErrNodeClaimed) {
 		a.claim.Release(context.WithoutCancel(ctx))
 	}
-	if err != nil && !errors.Is(err, context.Canceled) {
+	return runErr(ctx)
+}
+
+// runErr is the error Run ends with once ctx is done: its cause, unless
+// that is a plain stop.
+func runErr(ctx context.Context) error {
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return nil

@@ -1,0 +1,238 @@
+package nodecerts_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// testCA signs certificates as a cluster's signer would.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pem  []byte
+}
+
+func newTestCA(t testing.TB) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
+var serial atomic.Int64
+
+// sign issues a certificate for a PEM certificate request, valid from now
+// for lifetime (notBefore may move it).
+func (ca *testCA) sign(t testing.TB, request []byte, notBefore time.Time, lifetime time.Duration, usage x509.ExtKeyUsage) []byte {
+	t.Helper()
+	block, _ := pem.Decode(request)
+	req, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(100 + serial.Add(1)), Subject: req.Subject,
+		DNSNames: req.DNSNames, IPAddresses: req.IPAddresses,
+		NotBefore: notBefore, NotAfter: notBefore.Add(lifetime),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, req.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// keyPair writes a certificate for cn signed by ca, valid until notAfter,
+// and its key, returning both paths.
+func (ca *testCA) keyPair(t testing.TB, dir, cn string, notAfter time.Time) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(100 + serial.Add(1)), Subject: pkix.Name{CommonName: cn, Organization: []string{"system:nodes"}},
+		NotBefore: notAfter.Add(-48 * time.Hour), NotAfter: notAfter,
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalECPrivateKey(key)
+	certFile, keyFile = filepath.Join(dir, cn+".crt"), filepath.Join(dir, cn+".key")
+	writeFile(t, certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	writeFile(t, keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+	return certFile, keyFile
+}
+
+func writeFile(t testing.TB, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeKubeconfig writes a kubeconfig for server with ca, authenticated by
+// a token or by a certificate and key file.
+func writeKubeconfig(t testing.TB, path, server string, ca []byte, token, certFile, keyFile string) {
+	t.Helper()
+	kc := clientcmdapi.Config{
+		Clusters:       map[string]*clientcmdapi.Cluster{"c": {Server: server, CertificateAuthorityData: ca}},
+		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"u": {Token: token, ClientCertificate: certFile, ClientKey: keyFile}},
+		Contexts:       map[string]*clientcmdapi.Context{"x": {Cluster: "c", AuthInfo: "u"}},
+		CurrentContext: "x",
+	}
+	if err := clientcmd.WriteToFile(kc, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fakeSigner is a fake API server's CSR flow: it names created requests
+// (the fake clientset does not honour generateName) and answers each with
+// decide, as the csrapproving and csrsigning controllers would.
+type fakeSigner struct {
+	t      testing.TB
+	client *fake.Clientset
+	ca     *testCA
+	mu     sync.Mutex
+	n      int
+	// decide returns the lifetime to issue, or deny.
+	decide func(csr *certificatesv1.CertificateSigningRequest) (lifetime time.Duration, deny bool)
+	// configs records the rest.Config each clientset was asked for with.
+	configs []*rest.Config
+}
+
+func newFakeSigner(t testing.TB, ca *testCA) *fakeSigner {
+	s := &fakeSigner{t: t, client: fake.NewClientset(), ca: ca}
+	s.client.PrependReactor("create", "certificatesigningrequests", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		csr := a.(k8stesting.CreateAction).GetObject().(*certificatesv1.CertificateSigningRequest)
+		s.mu.Lock()
+		s.n++
+		csr.Name = fmt.Sprintf("%s%d", csr.GenerateName, s.n)
+		csr.UID = types.UID(csr.Name)
+		csr.CreationTimestamp = metav1.Now()
+		s.mu.Unlock()
+		go s.answer(csr.DeepCopy())
+		return false, nil, nil
+	})
+	// The fake clientset ignores field selectors; the API server (and
+	// client-go's WaitForCertificate) select one request by name.
+	gvr := certificatesv1.SchemeGroupVersion.WithResource("certificatesigningrequests")
+	byName := func(sel fields.Selector, obj runtime.Object) bool {
+		if sel == nil || sel.Empty() {
+			return true
+		}
+		csr, ok := obj.(*certificatesv1.CertificateSigningRequest)
+		return ok && sel.Matches(fields.Set{"metadata.name": csr.Name})
+	}
+	s.client.PrependReactor("list", "certificatesigningrequests", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		obj, err := s.client.Tracker().List(gvr, certificatesv1.SchemeGroupVersion.WithKind("CertificateSigningRequest"), "")
+		if err != nil {
+			return true, nil, err
+		}
+		list := obj.(*certificatesv1.CertificateSigningRequestList).DeepCopy()
+		sel := a.(k8stesting.ListAction).GetListRestrictions().Fields
+		items := list.Items[:0]
+		for i := range list.Items {
+			if byName(sel, &list.Items[i]) {
+				items = append(items, list.Items[i])
+			}
+		}
+		list.Items = items
+		return true, list, nil
+	})
+	s.client.PrependWatchReactor("certificatesigningrequests", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := s.client.Tracker().Watch(gvr, "")
+		if err != nil {
+			return true, nil, err
+		}
+		sel := a.(k8stesting.WatchAction).GetWatchRestrictions().Fields
+		return true, watch.Filter(w, func(ev watch.Event) (watch.Event, bool) { return ev, byName(sel, ev.Object) }), nil
+	})
+	return s
+}
+
+func (s *fakeSigner) answer(csr *certificatesv1.CertificateSigningRequest) {
+	if s.decide == nil {
+		return
+	}
+	lifetime, deny := s.decide(csr)
+	cond := certificatesv1.CertificateSigningRequestCondition{Type: certificatesv1.CertificateApproved, Status: "True", Reason: "AutoApproved"}
+	if deny {
+		cond = certificatesv1.CertificateSigningRequestCondition{Type: certificatesv1.CertificateDenied, Status: "True", Reason: "Nope", Message: "not this node"}
+	} else {
+		usage := x509.ExtKeyUsageClientAuth
+		if csr.Spec.SignerName == certificatesv1.KubeletServingSignerName {
+			usage = x509.ExtKeyUsageServerAuth
+		}
+		csr.Status.Certificate = s.ca.sign(s.t, csr.Spec.Request, time.Now(), lifetime, usage)
+	}
+	gvr := certificatesv1.SchemeGroupVersion.WithResource("certificatesigningrequests")
+	// The object may not be in the tracker yet: the reactor runs first.
+	for i := 0; i < 100; i++ {
+		obj, err := s.client.Tracker().Get(gvr, "", csr.Name)
+		if err == nil {
+			stored := obj.(*certificatesv1.CertificateSigningRequest).DeepCopy()
+			stored.Status = csr.Status
+			stored.Status.Conditions = append(stored.Status.Conditions, cond)
+			if err := s.client.Tracker().Update(gvr, stored, ""); err == nil {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.t.Errorf("fake signer: could not answer %s", csr.Name)
+}
+
+// newClientset is a ClientConfig.NewClientset recording its configs.
+func (s *fakeSigner) newClientset(cfg *rest.Config) (kubernetes.Interface, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.configs = append(s.configs, cfg)
+	return s.client, nil
+}
+
+func (s *fakeSigner) requests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
+}
