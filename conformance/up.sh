@@ -202,8 +202,10 @@ metadata: {name: minicluster:node-autoapprove-certificate-rotation}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:certificates.k8s.io:certificatesigningrequests:selfnodeclient}
 subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: system:nodes}]
 EOF
-  # A fresh join every time: no node kubeconfig or certificates from an earlier run.
+  # A fresh join every time: no node kubeconfig or certificates from an earlier run, and no
+  # Node object (labels and taints are set at registration only, as upstream).
   rm -rf "$NODE_KUBECONFIG" "$CERT_DIR"
+  kctl delete node "$NODE_NAME" --ignore-not-found --wait=false >/dev/null
   # The operator's part: approve this node's serving certificate requests (nothing in the
   # control plane approves kubernetes.io/kubelet-serving CSRs). Logged in csr-approver.log.
   start_bg csr-approver "$HERE/csr-approver.sh"
