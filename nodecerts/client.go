@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -198,7 +199,7 @@ func (c *Client) loadConfigs() error {
 				return fmt.Errorf("%w: bootstrap kubeconfig: %w", ErrInvalidConfig, err)
 			}
 			user := rest.AnonymousClientConfig(boot)
-			pem := c.store.(interface{ CurrentPath() string }).CurrentPath()
+			pem := filepath.Join(c.cfg.CertDir, "kubelet-client-current.pem") // the store's current pair
 			if err := writeKubeconfig(c.cfg.Kubeconfig, boot, pem); err != nil {
 				return err
 			}
