@@ -226,6 +226,7 @@ func (c *ClientConfig) defaults() error {
 		errs = append(errs, errors.New("NodeName is required"))
 	}
 	if c.Kubeconfig == "" {
+		//lint:ignore ST1005 the field's name
 		errs = append(errs, errors.New("Kubeconfig is required"))
 	}
 	if (c.Rotate || c.BootstrapKubeconfig != "") && c.CertDir == "" {

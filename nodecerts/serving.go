@@ -90,6 +90,7 @@ func NewServing(cfg ServingConfig) (*Serving, error) {
 		errs = append(errs, errors.New("CertDir is required"))
 	}
 	if cfg.Addresses == nil {
+		//lint:ignore ST1005 the field's name
 		errs = append(errs, errors.New("Addresses is required"))
 	}
 	if (cfg.CertFile == "") != (cfg.KeyFile == "") {
