@@ -64,3 +64,69 @@ func FullName(pod *v1.Pod) string { return FullNameOf(pod.Name, pod.Namespace) }
 
 // FullNameOf is FullName of a name and namespace.
 func FullNameOf(name, namespace string) string { return name + "_" + namespace }
+
+// MatchingRestartRule returns the first of c's restartPolicyRules whose
+// exit codes match exitCode (In or NotIn), as upstream's
+// FindMatchingContainerRestartRule.
+func MatchingRestartRule(c *v1.Container, exitCode int32) (v1.ContainerRestartRule, bool) {
+	for _, rule := range c.RestartPolicyRules {
+		if rule.ExitCodes == nil {
+			continue
+		}
+		in := false
+		for _, v := range rule.ExitCodes.Values {
+			if v == exitCode {
+				in = true
+				break
+			}
+		}
+		if (rule.ExitCodes.Operator == v1.ContainerRestartRuleOnExitCodesOpIn && in) ||
+			(rule.ExitCodes.Operator == v1.ContainerRestartRuleOnExitCodesOpNotIn && !in) {
+			return rule, true
+		}
+	}
+	return v1.ContainerRestartRule{}, false
+}
+
+// ContainerShouldRestart reports whether a container that exited with
+// exitCode is started again: a matching restart rule whose action is
+// Restart (or RestartAllContainers) says yes; otherwise the container's
+// own restart policy decides, and without one the pod's — upstream's
+// ContainerShouldRestart with ContainerRestartRules and
+// RestartAllContainersOnContainerExits on, their v1.36 defaults. The
+// container's rules and policy apply only when it sets a restart policy.
+func ContainerShouldRestart(c *v1.Container, spec *v1.PodSpec, exitCode int32) bool {
+	if c.RestartPolicy != nil {
+		if rule, ok := MatchingRestartRule(c, exitCode); ok {
+			switch rule.Action {
+			case v1.ContainerRestartRuleActionRestart, v1.ContainerRestartRuleActionRestartAllContainers:
+				return true
+			}
+		}
+		switch *c.RestartPolicy {
+		case v1.ContainerRestartPolicyAlways:
+			return true
+		case v1.ContainerRestartPolicyOnFailure:
+			return exitCode != 0
+		case v1.ContainerRestartPolicyNever:
+			return false
+		}
+	}
+	switch spec.RestartPolicy {
+	case v1.RestartPolicyOnFailure:
+		return exitCode != 0
+	case v1.RestartPolicyNever:
+		return false
+	}
+	return true
+}
+
+// RestartsAllContainers reports whether c's exit with exitCode matches a
+// restart rule whose action is RestartAllContainers.
+func RestartsAllContainers(c *v1.Container, exitCode int32) bool {
+	if c.RestartPolicy == nil {
+		return false
+	}
+	rule, ok := MatchingRestartRule(c, exitCode)
+	return ok && rule.Action == v1.ContainerRestartRuleActionRestartAllContainers
+}

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,13 +52,18 @@ type Config struct {
 	Workers int
 	// ResyncPeriod, RetryBase and RetryMax: see the defaults.
 	ResyncPeriod, RetryBase, RetryMax time.Duration
+	// Registerer, if set, receives the kubelet's
+	// kubelet_terminated_containers_total{container_type, exit_code,
+	// reason}: each container counted once as its status turns terminated.
+	Registerer prometheus.Registerer
 }
 
 // Manager caches the latest status of every pod and writes it to the API
 // server. Its methods are safe for concurrent use; the setters never block
 // on the API server.
 type Manager struct {
-	cfg Config
+	cfg        Config
+	terminated *prometheus.CounterVec // nil without Registerer
 
 	mu      sync.Mutex
 	entries map[types.UID]*entry
@@ -91,6 +98,15 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
+	m := &Manager{}
+	if cfg.Registerer != nil {
+		m.terminated = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubelet_terminated_containers_total", Help: "Cumulative number of container terminations.",
+		}, []string{"container_type", "exit_code", "reason"})
+		if err := cfg.Registerer.Register(m.terminated); err != nil {
+			return nil, fmt.Errorf("status: metrics: %w", err)
+		}
+	}
 	if cfg.CouldHaveRunningContainers == nil {
 		cfg.CouldHaveRunningContainers = func(types.UID) bool { return false }
 	}
@@ -109,7 +125,8 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.RetryMax < cfg.RetryBase {
 		return nil, fmt.Errorf("status: RetryMax %v is below RetryBase %v", cfg.RetryMax, cfg.RetryBase)
 	}
-	return &Manager{cfg: cfg, entries: map[types.UID]*entry{}}, nil
+	m.cfg, m.entries = cfg, map[types.UID]*entry{}
+	return m, nil
 }
 
 // SetPodStatus caches status as pod's latest and queues its write if it
@@ -135,9 +152,40 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, status v1.PodStatus) {
 		}
 		return
 	}
+	m.countTerminations(&e.status, &status)
 	e.status = *status.DeepCopy()
 	e.version++
 	m.enqueueLocked(pod.UID)
+}
+
+// countTerminations counts each container whose status turns terminated
+// from old to now, by type, exit code and reason, as the kubelet's status
+// manager does.
+func (m *Manager) countTerminations(old, now *v1.PodStatus) {
+	if m.terminated == nil {
+		return
+	}
+	count := func(typ string, olds, news []v1.ContainerStatus) {
+		for i := range news {
+			t := news[i].State.Terminated
+			if t == nil {
+				continue
+			}
+			was := false
+			for j := range olds {
+				if olds[j].Name == news[i].Name {
+					was = olds[j].State.Terminated != nil
+					break
+				}
+			}
+			if !was {
+				m.terminated.WithLabelValues(typ, strconv.Itoa(int(t.ExitCode)), t.Reason).Inc()
+			}
+		}
+	}
+	count("init_container", old.InitContainerStatuses, now.InitContainerStatuses)
+	count("container", old.ContainerStatuses, now.ContainerStatuses)
+	count("ephemeral_container", old.EphemeralContainerStatuses, now.EphemeralContainerStatuses)
 }
 
 // SetContainerReadiness records the prober's readiness result for the

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -300,4 +301,32 @@ func TestFinishForgetsAPodTheAuthorizerNoLongerShows(t *testing.T) {
 	_, ok := m.PodStatus("u1")
 	assert.False(t, ok)
 	assert.Equal(t, 0, m.Pending())
+}
+
+func TestTerminatedContainersAreCountedOnce(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := New(Config{Registerer: reg})
+	require.NoError(t, err)
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1"}}
+	terminated := func(code int32, reason string) v1.PodStatus {
+		return v1.PodStatus{Phase: v1.PodFailed, ContainerStatuses: []v1.ContainerStatus{{Name: "c",
+			State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: code, Reason: reason}}}}}
+	}
+	m.SetPodStatus(pod, v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{{Name: "c",
+		State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}})
+	m.SetPodStatus(pod, terminated(139, "Error"))
+	st := terminated(139, "Error")
+	st.Message = "a later change of the same terminated container"
+	m.SetPodStatus(pod, st)
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	require.Len(t, families, 1)
+	require.Equal(t, "kubelet_terminated_containers_total", families[0].GetName())
+	require.Len(t, families[0].Metric, 1)
+	labels := map[string]string{}
+	for _, l := range families[0].Metric[0].Label {
+		labels[l.GetName()] = l.GetValue()
+	}
+	assert.Equal(t, map[string]string{"container_type": "container", "exit_code": "139", "reason": "Error"}, labels)
+	assert.Equal(t, 1.0, families[0].Metric[0].Counter.GetValue(), "counted once")
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/nodekit/nodekit/cgroups"
 	"github.com/nodekit/nodekit/kubetypes"
 	"github.com/nodekit/nodekit/podstatus"
-	"github.com/nodekit/nodekit/podsyncer/podplan"
 	"github.com/nodekit/nodekit/podworkers"
 )
 
@@ -345,42 +344,58 @@ func terminated(c *v1.Container, st *runtimeapi.ContainerStatus, runtimeName str
 		ContainerID: runtimeName + "://" + st.Id}
 }
 
-// podPhase follows the kubelet: Pending while initialising or a container
-// waits for its first start; Running while one runs (or restarts); then
-// Succeeded or Failed by the restart policy — or, once the pod's
-// containers were stopped for good (terminal), by their exit codes
-// whatever the policy (static pods excepted, as upstream).
+// podPhase follows the kubelet (getPhase with ContainerRestartRules on,
+// its v1.36 default): Pending while initialising or a container waits for
+// its first start; Running while one runs or one that stopped will be
+// restarted (by its restart rules, its own restart policy or the pod's);
+// then Succeeded if every container exited 0, else Failed — or, once the
+// pod's containers were stopped for good (terminal), by their exit codes
+// whatever the policies (static pods excepted, as upstream). A failed init
+// container that will not be restarted fails the pod.
 func podPhase(pod *v1.Pod, s *v1.PodStatus, initialized, terminal bool) v1.PodPhase {
-	if !initialized {
-		for i, cs := range s.InitContainerStatuses {
-			if kubetypes.IsSidecar(&pod.Spec.InitContainers[i]) {
-				continue
-			}
-			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 && pod.Spec.RestartPolicy == v1.RestartPolicyNever {
-				return v1.PodFailed
-			}
+	lastExit := func(cs *v1.ContainerStatus) *v1.ContainerStateTerminated {
+		if t := cs.State.Terminated; t != nil {
+			return t
 		}
+		if cs.State.Waiting != nil {
+			return cs.LastTerminationState.Terminated
+		}
+		return nil
+	}
+	for i := range s.InitContainerStatuses {
+		cs := &s.InitContainerStatuses[i]
+		c := specContainer(pod.Spec.InitContainers, cs.Name)
+		if c == nil || kubetypes.IsSidecar(c) {
+			continue
+		}
+		if t := lastExit(cs); t != nil && t.ExitCode != 0 && !kubetypes.ContainerShouldRestart(c, &pod.Spec, t.ExitCode) {
+			return v1.PodFailed
+		}
+	}
+	if !initialized {
 		return v1.PodPending
 	}
-	var waiting, running, stopped, succeeded int
-	for _, cs := range s.ContainerStatuses {
-		switch {
+	var waiting, running, stopped, succeeded, final int
+	for i := range s.ContainerStatuses {
+		cs := &s.ContainerStatuses[i]
+		switch t := lastExit(cs); {
 		case cs.State.Running != nil:
 			running++
-		case cs.State.Terminated != nil:
+		case t != nil:
 			stopped++
-			if cs.State.Terminated.ExitCode == 0 {
+			if cs.State.Terminated != nil && t.ExitCode == 0 {
 				succeeded++
 			}
-		case cs.LastTerminationState.Terminated != nil:
-			stopped++
+			if c := specContainer(pod.Spec.Containers, cs.Name); c == nil || !kubetypes.ContainerShouldRestart(c, &pod.Spec, t.ExitCode) {
+				final++
+			}
 		default:
 			waiting++
 		}
 	}
 	switch {
-	case waiting > 0:
-		return v1.PodPending
+	case waiting > 0 || len(s.ContainerStatuses) < len(pod.Spec.Containers):
+		return v1.PodPending // waiting, or not known yet
 	case running > 0:
 		return v1.PodRunning
 	case terminal && stopped > 0 && !kubetypes.IsStatic(pod):
@@ -388,14 +403,22 @@ func podPhase(pod *v1.Pod, s *v1.PodStatus, initialized, terminal bool) v1.PodPh
 			return v1.PodSucceeded
 		}
 		return v1.PodFailed
-	case pod.Spec.RestartPolicy == v1.RestartPolicyAlways:
-		return v1.PodRunning
+	case stopped != final:
+		return v1.PodRunning // a stopped container will be started again
 	case stopped == succeeded:
 		return v1.PodSucceeded
-	case pod.Spec.RestartPolicy == v1.RestartPolicyNever:
-		return v1.PodFailed
 	}
-	return v1.PodRunning
+	return v1.PodFailed
+}
+
+// specContainer is the container named name in cs, nil if none.
+func specContainer(cs []v1.Container, name string) *v1.Container {
+	for i := range cs {
+		if cs[i].Name == name {
+			return &cs[i]
+		}
+	}
+	return nil
 }
 
 // restartsAfter tells whether an exited instance of c will be started
@@ -413,8 +436,8 @@ func restartsAfter(pod *v1.Pod, c *v1.Container, exitCode int32) bool {
 			if kubetypes.IsSidecar(c) {
 				return true
 			}
-			return exitCode != 0 && pod.Spec.RestartPolicy != v1.RestartPolicyNever
+			return exitCode != 0 && kubetypes.ContainerShouldRestart(c, &pod.Spec, exitCode)
 		}
 	}
-	return podplan.ShouldRestart(pod, exitCode)
+	return kubetypes.ContainerShouldRestart(c, &pod.Spec, exitCode)
 }

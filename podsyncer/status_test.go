@@ -60,3 +60,46 @@ func TestContainerConfigCarriesSpecFields(t *testing.T) {
 	assert.True(t, cfg.Stdin && cfg.StdinOnce && cfg.Tty, "kubectl run -i/-t and attach need them")
 	assert.Equal(t, "c/2.log", cfg.LogPath)
 }
+
+func TestPodPhaseWithContainerRestartPolicies(t *testing.T) {
+	exited := func(name string, code int32) v1.ContainerStatus {
+		return v1.ContainerStatus{Name: name, State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: code}}}
+	}
+	backoff := func(name string, code int32) v1.ContainerStatus {
+		return v1.ContainerStatus{Name: name, State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+			LastTerminationState: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: code}}}
+	}
+	never, always := v1.ContainerRestartPolicyNever, v1.ContainerRestartPolicyAlways
+	pod := func(policy v1.RestartPolicy, a *v1.ContainerRestartPolicy) *v1.Pod {
+		return &v1.Pod{Spec: v1.PodSpec{RestartPolicy: policy, Containers: []v1.Container{{Name: "a", RestartPolicy: a}, {Name: "b"}}}}
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *v1.Pod
+		st   []v1.ContainerStatus
+		want v1.PodPhase
+	}{
+		{"Never pod, all succeeded", pod(v1.RestartPolicyNever, nil), []v1.ContainerStatus{exited("a", 0), exited("b", 0)}, v1.PodSucceeded},
+		{"Never pod, one failed", pod(v1.RestartPolicyNever, nil), []v1.ContainerStatus{exited("a", 0), exited("b", 1)}, v1.PodFailed},
+		{"OnFailure pod, one failed and waits to restart", pod(v1.RestartPolicyOnFailure, nil), []v1.ContainerStatus{exited("a", 0), backoff("b", 1)}, v1.PodRunning},
+		{"Always pod, stopped", pod(v1.RestartPolicyAlways, nil), []v1.ContainerStatus{exited("a", 0), exited("b", 0)}, v1.PodRunning},
+		{"Never pod, container Always: still running", pod(v1.RestartPolicyNever, &always), []v1.ContainerStatus{exited("a", 0), exited("b", 0)}, v1.PodRunning},
+		{"Always pod, both containers final", &v1.Pod{Spec: v1.PodSpec{RestartPolicy: v1.RestartPolicyAlways,
+			Containers: []v1.Container{{Name: "a", RestartPolicy: &never}, {Name: "b", RestartPolicy: &never}}}},
+			[]v1.ContainerStatus{exited("a", 0), exited("b", 2)}, v1.PodFailed},
+		{"a status missing", pod(v1.RestartPolicyNever, nil), []v1.ContainerStatus{exited("a", 0)}, v1.PodPending},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, podPhase(tc.pod, &v1.PodStatus{ContainerStatuses: tc.st}, true, false))
+		})
+	}
+}
+
+func TestUnsupported(t *testing.T) {
+	never := v1.ContainerRestartPolicyNever
+	pod := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "a", RestartPolicy: &never,
+		RestartPolicyRules: []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart}}}}}}
+	assert.Empty(t, Unsupported(pod))
+	pod.Spec.Containers[0].RestartPolicyRules[0].Action = v1.ContainerRestartRuleActionRestartAllContainers
+	assert.Contains(t, Unsupported(pod), `container "a": the restart rule action RestartAllContainers is not supported`)
+}

@@ -1,10 +1,7 @@
 package prober
 
 import (
-	"slices"
 	"time"
-
-	v1 "k8s.io/api/core/v1"
 )
 
 // applyThreshold folds a probe result r into the run of equal results
@@ -58,43 +55,4 @@ func nextRun(scheduled, now time.Time, period time.Duration) time.Time {
 // within the probe's initial delay, comparing whole seconds like upstream.
 func inInitialDelay(now, startedAt time.Time, initialDelaySeconds int32) bool {
 	return int32(now.Sub(startedAt).Seconds()) < initialDelaySeconds
-}
-
-// shouldRestart reports whether a container that exited with exitCode will
-// be restarted, from its restart rules, its own restart policy and the
-// pod's, like upstream's ContainerShouldRestart with ContainerRestartRules
-// and RestartAllContainersOnContainerExits on (their v1.36 defaults).
-func shouldRestart(c *v1.Container, spec *v1.PodSpec, exitCode int32) bool {
-	if c.RestartPolicy != nil {
-		for _, rule := range c.RestartPolicyRules {
-			if rule.ExitCodes == nil {
-				continue
-			}
-			in := slices.Contains(rule.ExitCodes.Values, exitCode)
-			matched := (rule.ExitCodes.Operator == v1.ContainerRestartRuleOnExitCodesOpIn && in) ||
-				(rule.ExitCodes.Operator == v1.ContainerRestartRuleOnExitCodesOpNotIn && !in)
-			if matched && (rule.Action == v1.ContainerRestartRuleActionRestart ||
-				rule.Action == v1.ContainerRestartRuleActionRestartAllContainers) {
-				return true
-			}
-			if matched {
-				break
-			}
-		}
-		switch *c.RestartPolicy {
-		case v1.ContainerRestartPolicyAlways:
-			return true
-		case v1.ContainerRestartPolicyOnFailure:
-			return exitCode != 0
-		case v1.ContainerRestartPolicyNever:
-			return false
-		}
-	}
-	switch spec.RestartPolicy {
-	case v1.RestartPolicyOnFailure:
-		return exitCode != 0
-	case v1.RestartPolicyNever:
-		return false
-	}
-	return true
 }

@@ -1,6 +1,8 @@
 package prober
 
 import (
+	"github.com/nodekit/nodekit/kubetypes"
+
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -108,7 +110,7 @@ func TestPolicies(t *testing.T) {
 		}
 		for _, tc := range cases {
 			c := &v1.Container{RestartPolicy: tc.c, RestartPolicyRules: tc.rule}
-			require.Equal(t, tc.want, shouldRestart(c, &v1.PodSpec{RestartPolicy: tc.pod}, tc.code), "%+v", tc)
+			require.Equal(t, tc.want, kubetypes.ContainerShouldRestart(c, &v1.PodSpec{RestartPolicy: tc.pod}, tc.code), "%+v", tc)
 		}
 	})
 	t.Run("nextRun", func(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 // worker is one probe of one container. It has no goroutine: the schedule
@@ -105,7 +107,7 @@ func (w *worker) doProbe(ctx context.Context, now time.Time) bool {
 		if !c.terminated {
 			return true
 		}
-		return w.init || shouldRestart(w.container, &w.pod.Spec, c.exitCode)
+		return w.init || kubetypes.ContainerShouldRestart(w.container, &w.pod.Spec, c.exitCode)
 	}
 	if status.deleting && (t == Liveness || t == Startup) {
 		w.set(Success) // a quiet shutdown

@@ -206,7 +206,7 @@ func initActions(in Input, p *Plan, appsSeen bool) bool {
 			return false
 		case st.State == Exited && st.ExitCode == 0:
 			continue
-		case st.State == Exited && pod.Spec.RestartPolicy == v1.RestartPolicyNever:
+		case st.State == Exited && !kubetypes.ContainerShouldRestart(c, &pod.Spec, st.ExitCode):
 			p.Done, p.Failed = true, true
 			return false
 		case st.State == Exited:
@@ -223,7 +223,9 @@ func initActions(in Input, p *Plan, appsSeen bool) bool {
 // whether the pod is done.
 func appActions(in Input, p *Plan) {
 	pod := in.Pod
-	finished := pod.Spec.RestartPolicy != v1.RestartPolicyAlways
+	// Done once every container exited for good: each container's restart
+	// rules and policy decide, falling back to the pod's.
+	finished := true
 	failed := false
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
@@ -239,14 +241,15 @@ func appActions(in Input, p *Plan) {
 				continue
 			}
 			p.Kill = append(p.Kill, Kill{Name: c.Name, ID: st.ID, Kind: App, Reason: reason})
-			if pod.Spec.RestartPolicy != v1.RestartPolicyNever || reason == ReasonChanged || reason == ReasonResize {
+			// A killed container exits as SIGKILLed (137).
+			if reason == ReasonChanged || reason == ReasonResize || kubetypes.ContainerShouldRestart(c, &pod.Spec, 137) {
 				p.Start = append(p.Start, Start{Container: c, Kind: App, Restart: true})
 			}
 		case st.State == Created:
 			p.Start = append(p.Start, Start{Container: c, Kind: App, Restart: true})
 			finished = false
 		case st.State == Exited:
-			if ShouldRestart(pod, st.ExitCode) {
+			if kubetypes.ContainerShouldRestart(c, &pod.Spec, st.ExitCode) {
 				p.Start = append(p.Start, Start{Container: c, Kind: App, Restart: true})
 				finished = false
 			} else if st.ExitCode != 0 {
@@ -284,16 +287,4 @@ func restartReason(in Input, c *v1.Container, st Container) string {
 		return ReasonStartup
 	}
 	return ""
-}
-
-// ShouldRestart applies the pod's restart policy to an exited app
-// container.
-func ShouldRestart(pod *v1.Pod, exitCode int32) bool {
-	switch pod.Spec.RestartPolicy {
-	case v1.RestartPolicyNever:
-		return false
-	case v1.RestartPolicyOnFailure:
-		return exitCode != 0
-	}
-	return true
 }

@@ -19,6 +19,21 @@ func testPod(policy v1.RestartPolicy, inits []v1.Container, apps ...string) *v1.
 }
 
 func initC(name string) v1.Container { return v1.Container{Name: name} }
+
+// withPolicy sets the restart policy of the pod's first app container.
+func withPolicy(p *v1.Pod, policy v1.ContainerRestartPolicy) *v1.Pod {
+	p.Spec.Containers[0].RestartPolicy = &policy
+	return p
+}
+
+// withRule gives the first app container restartPolicy Never and one rule:
+// Restart on the exit codes (op).
+func withRule(p *v1.Pod, op v1.ContainerRestartRuleOnExitCodesOperator, codes ...int32) *v1.Pod {
+	withPolicy(p, v1.ContainerRestartPolicyNever)
+	p.Spec.Containers[0].RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart,
+		ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: op, Values: codes}}}
+	return p
+}
 func sidecar(name string, startupProbe bool) v1.Container {
 	c := v1.Container{Name: name, RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways)}
 	if startupProbe {
@@ -181,6 +196,27 @@ func TestCompute(t *testing.T) {
 		"spec changed: restart even with Never": {
 			pod: testPod(never, nil, "a"), sandboxes: 1, containers: map[string]Container{"a": {ID: "1", State: Running, Hash: "old"}},
 			want: []string{"kill a (definition changed)", "restart a"}, initialized: true,
+		},
+		"container restartPolicy Always in a Never pod: restarted": {
+			pod: withPolicy(testPod(never, nil, "a"), v1.ContainerRestartPolicyAlways), sandboxes: 1,
+			containers: map[string]Container{"a": exited("1", 0)}, want: []string{"restart a"}, initialized: true,
+		},
+		"container restartPolicy Never in an Always pod: final": {
+			pod: withPolicy(testPod(always, nil, "a"), v1.ContainerRestartPolicyNever), sandboxes: 1,
+			containers: map[string]Container{"a": exited("1", 2)}, want: []string{"done failed"}, initialized: true,
+		},
+		"container restartPolicy Never, liveness failure: killed, not restarted": {
+			pod: withPolicy(testPod(always, nil, "a"), v1.ContainerRestartPolicyNever), sandboxes: 1,
+			containers: map[string]Container{"a": {ID: "1", State: Running, LivenessFailed: true}},
+			want:       []string{"kill a (failed liveness probe)"}, initialized: true,
+		},
+		"restart rule matches the exit code: restarted despite Never": {
+			pod: withRule(testPod(never, nil, "a"), v1.ContainerRestartRuleOnExitCodesOpIn, 42), sandboxes: 1,
+			containers: map[string]Container{"a": exited("1", 42)}, want: []string{"restart a"}, initialized: true,
+		},
+		"restart rule does not match: the container's policy decides": {
+			pod: withRule(testPod(never, nil, "a"), v1.ContainerRestartRuleOnExitCodesOpIn, 42), sandboxes: 1,
+			containers: map[string]Container{"a": exited("1", 1)}, want: []string{"done failed"}, initialized: true,
 		},
 		"initialized earlier: a removed init container is not rerun": {
 			pod: testPod(always, []v1.Container{initC("i1")}, "a"), sandboxes: 1, containers: map[string]Container{"a": running("2")},

@@ -261,7 +261,7 @@ func (a *Agent) build(ctx context.Context) error {
 		Clock: a.opts.Clock, Registerer: a.registry}); err != nil {
 		return err
 	}
-	if a.statusMgr, err = podstatus.New(podstatus.Config{Client: a.client, Clock: a.opts.Clock,
+	if a.statusMgr, err = podstatus.New(podstatus.Config{Client: a.client, Clock: a.opts.Clock, Registerer: a.registry,
 		CouldHaveRunningContainers: func(uid types.UID) bool { return a.workers.CouldHaveRunningContainers(uid) }}); err != nil {
 		return err
 	}
