@@ -23,8 +23,11 @@ import (
 // TLS session never picks up a new certificate by itself.
 type connTracker struct {
 	dialer *net.Dialer
-	mu     sync.Mutex
-	conns  map[*trackedConn]struct{}
+	// idle drops the transport's pooled connections (set once the
+	// transport exists), so that no request picks one being closed.
+	idle  func()
+	mu    sync.Mutex
+	conns map[*trackedConn]struct{}
 }
 
 func newConnTracker() *connTracker {
@@ -49,6 +52,9 @@ func (t *connTracker) DialContext(ctx context.Context, network, addr string) (ne
 // closeAll closes every connection dialled so far; the next request dials
 // anew and presents the current certificate.
 func (t *connTracker) closeAll() int {
+	if t.idle != nil {
+		t.idle()
+	}
 	t.mu.Lock()
 	conns := t.conns
 	t.conns = map[*trackedConn]struct{}{}
@@ -164,6 +170,7 @@ func rotatingConfig(base *rest.Config, current func() *tls.Certificate, tracker 
 	}
 	st := &swapTransport{}
 	st.rt.Store(t)
+	tracker.idle = st.CloseIdleConnections
 	swap := func() error {
 		next, err := build()
 		if err != nil {
