@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -181,23 +182,13 @@ func (s *Serving) Template() *x509.CertificateRequest {
 	}
 	slices.Sort(dns)
 	dns = slices.Compact(dns)
-	slices.SortFunc(ips, func(a, b net.IP) int { return cmpString(a.String(), b.String()) })
+	slices.SortFunc(ips, func(a, b net.IP) int { return strings.Compare(a.String(), b.String()) })
 	ips = slices.CompactFunc(ips, func(a, b net.IP) bool { return a.Equal(b) })
 	return &x509.CertificateRequest{
 		Subject:     pkix.Name{CommonName: nodeUser(s.cfg.NodeName), Organization: []string{"system:nodes"}},
 		DNSNames:    dns,
 		IPAddresses: ips,
 	}
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Run requests and rotates the serving certificate until ctx is done
