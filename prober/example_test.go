@@ -36,8 +36,6 @@ func Example() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan error)
-	go func() { done <- m.Run(ctx) }()
 
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web"},
@@ -56,9 +54,13 @@ func Example() {
 			State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.Now()}},
 		}}}
 	}
+	// The first status before Run, so the first probes see the container
+	// (a probe that finds no status waits a period, as upstream's).
 	st := status()
 	m.UpdatePodStatus(ctx, pod, st)
 	fmt.Println("started:", *st.ContainerStatuses[0].Started, "ready:", st.ContainerStatuses[0].Ready)
+	done := make(chan error)
+	go func() { done <- m.Run(ctx) }()
 
 	// The sync loop: wait for the container to become ready.
 	for u := range m.Updates(prober.Readiness) {
