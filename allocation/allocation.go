@@ -48,7 +48,11 @@ type Manager struct {
 type entry struct {
 	allocated map[string]v1.ResourceRequirements // by container name
 	actuated  map[string]v1.ResourceRequirements // by runtime container ID
-	pending   *v1.PodCondition
+	// The pod-level resources (spec.resources) allocated, and those the
+	// pod cgroup was last set to; nil: none.
+	podAllocated, podActuated *v1.ResourceRequirements
+	podActuatedKnown          bool
+	pending                   *v1.PodCondition
 	// A resize allocated and not yet actuated, since generation; a failed
 	// actuation leaves its error.
 	inProgress     bool
@@ -88,6 +92,7 @@ func (m *Manager) entryFor(pod *v1.Pod) *entry {
 		for _, c := range containers(pod) {
 			e.allocated[c.Name] = *c.Resources.DeepCopy()
 		}
+		e.podAllocated = pod.Spec.Resources.DeepCopy()
 		m.pod[pod.UID] = e
 	}
 	return e
@@ -96,6 +101,9 @@ func (m *Manager) entryFor(pod *v1.Pod) *entry {
 // differs reports whether pod's spec asks for other resources than e
 // holds.
 func (e *entry) differs(pod *v1.Pod) bool {
+	if !samePodLevel(e.podAllocated, pod.Spec.Resources) {
+		return true
+	}
 	for _, c := range containers(pod) {
 		a, ok := e.allocated[c.Name]
 		if !ok || !apiequality.Semantic.DeepEqual(a, c.Resources) {
@@ -124,7 +132,20 @@ func (m *Manager) allocatedLocked(pod *v1.Pod) *v1.Pod {
 			c.Resources = *a.DeepCopy()
 		}
 	}
+	out.Spec.Resources = e.podAllocated.DeepCopy()
 	return out
+}
+
+// samePodLevel compares two pod-level resources; nil and empty agree.
+func samePodLevel(a, b *v1.ResourceRequirements) bool {
+	if a == nil {
+		a = &v1.ResourceRequirements{}
+	}
+	if b == nil {
+		b = &v1.ResourceRequirements{}
+	}
+	// Semantic equality takes a nil and an empty list as equal.
+	return apiequality.Semantic.DeepEqual(a.Requests, b.Requests) && apiequality.Semantic.DeepEqual(a.Limits, b.Limits)
 }
 
 // Resize allocates the resources pod's spec asks for when they differ from
@@ -175,6 +196,7 @@ func (m *Manager) Resize(ctx context.Context, pod *v1.Pod, others func() []*v1.P
 	for _, c := range containers(pod) {
 		e.allocated[c.Name] = *c.Resources.DeepCopy()
 	}
+	e.podAllocated = pod.Spec.Resources.DeepCopy()
 	e.pending, e.inProgress, e.generation, e.errMsg = nil, true, pod.Generation, ""
 	return true, false
 }
@@ -215,6 +237,29 @@ func (m *Manager) SetActuated(uid types.UID, id string, r v1.ResourceRequirement
 	defer m.mu.Unlock()
 	if e := m.pod[uid]; e != nil {
 		e.actuated[id] = *r.DeepCopy()
+	}
+}
+
+// PodActuated returns the pod-level resources the pod cgroup was last set
+// to, as recorded by SetPodActuated (nil: none), and whether any were
+// recorded.
+func (m *Manager) PodActuated(uid types.UID) (*v1.ResourceRequirements, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.pod[uid]
+	if e == nil || !e.podActuatedKnown {
+		return nil, false
+	}
+	return e.podActuated.DeepCopy(), true
+}
+
+// SetPodActuated records that the pod cgroup runs with the pod-level
+// resources r (nil: the pod has none).
+func (m *Manager) SetPodActuated(uid types.UID, r *v1.ResourceRequirements) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.pod[uid]; e != nil {
+		e.podActuated, e.podActuatedKnown = r.DeepCopy(), true
 	}
 }
 
@@ -269,17 +314,21 @@ func (m *Manager) Forget(uid types.UID) {
 	delete(m.pod, uid)
 }
 
-// Summary is a resize event's message body: the generation and each
-// container's allocated resources, as JSON.
+// Summary is a resize event's message body: the generation and each init
+// and app container's allocated resources, as JSON (the kubelet's shape).
 func Summary(pod *v1.Pod) string {
 	type ctr struct {
 		Name      string                  `json:"name"`
-		Resources v1.ResourceRequirements `json:"resources"`
+		Resources v1.ResourceRequirements `json:"resources,omitempty"`
 	}
 	s := struct {
-		Containers []ctr `json:"containers"`
-		Generation int64 `json:"generation"`
+		InitContainers []ctr `json:"initContainers,omitempty"`
+		Containers     []ctr `json:"containers,omitempty"`
+		Generation     int64 `json:"generation"`
 	}{Generation: pod.Generation}
+	for _, c := range pod.Spec.InitContainers {
+		s.InitContainers = append(s.InitContainers, ctr{c.Name, c.Resources})
+	}
 	for _, c := range pod.Spec.Containers {
 		s.Containers = append(s.Containers, ctr{c.Name, c.Resources})
 	}

@@ -100,6 +100,44 @@ func TestResize(t *testing.T) {
 	assert.False(t, ok)
 }
 
+func TestResizePodLevel(t *testing.T) {
+	ctx := context.Background()
+	m, err := New(Config{Admit: func(context.Context, *v1.Pod, []*v1.Pod) Verdict { return Verdict{Admit: true} }})
+	require.NoError(t, err)
+	plr := func(gen int64, cpu string) *v1.Pod {
+		p := pod("a", gen, "100m")
+		r := v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}
+		p.Spec.Resources = &v1.ResourceRequirements{Requests: r, Limits: r}
+		return p
+	}
+	a := plr(1, "200m")
+	assert.Same(t, a, m.Allocated(a))
+	_, known := m.PodActuated("a")
+	assert.False(t, known)
+	m.SetPodActuated("a", a.Spec.Resources)
+
+	a2 := plr(2, "400m")
+	assert.Equal(t, "200m", m.Allocated(a2).Spec.Resources.Limits.Cpu().String(), "a pod-level change is a resize")
+	started, _ := m.Resize(ctx, a2, pods(a2))
+	assert.True(t, started)
+	assert.Same(t, a2, m.Allocated(a2))
+	act, known := m.PodActuated("a")
+	assert.True(t, known)
+	assert.Equal(t, "200m", act.Limits.Cpu().String(), "the cgroup keeps the old values until actuated")
+
+	// An equivalent quantity, or an empty list for none, is no change.
+	a3 := plr(3, "0.4")
+	a3.Spec.Resources.Claims = nil
+	started, _ = m.Resize(ctx, a3, pods(a3))
+	assert.False(t, started)
+}
+
+func TestSummary(t *testing.T) {
+	p := pod("a", 4, "100m")
+	p.Spec.InitContainers = []v1.Container{{Name: "init"}}
+	assert.Equal(t, `{"initContainers":[{"name":"init","resources":{}}],"containers":[{"name":"c","resources":{"limits":{"cpu":"100m"},"requests":{"cpu":"100m"}}}],"generation":4}`, Summary(p))
+}
+
 func TestNewNeedsAdmit(t *testing.T) {
 	_, err := New(Config{})
 	assert.Error(t, err)

@@ -6,8 +6,14 @@
 // actuated container by container; until every running container has its
 // allocated resources applied, the resize is in progress.
 //
+// Pod-level resources (spec.resources) are allocated and resized with the
+// containers' (the kubelet's InPlacePodLevelResourcesVerticalScaling):
+// Allocated carries them, and SetPodActuated/PodActuated record what the
+// pod cgroup was last set to.
+//
 // The Manager answers the pod status's questions: allocatedResources and
-// resources of each container, and the PodResizePending and
+// resources of each container and of the pod, and the PodResizePending and
 // PodResizeInProgress conditions. The caller actuates (pod cgroup, CRI
-// UpdateContainerResources) and reports with SetActuated and Actuated.
+// UpdateContainerResources) and reports with SetActuated and
+// SetPodActuated.
 package allocation

@@ -9,7 +9,16 @@
 #   SET=conformance the 290 sig-node Conformance and NodeConformance specs (default)
 #   SET=sig-node    every [sig-node] spec that is not Serial, Disruptive, Flaky, Slow or behind a
 #                   [Feature:] label (388 in v1.36.3)
-#   FOCUS, SKIP, PROCS, TIMEOUT, RUN_NAME   as conformance.sh (override the set's focus)
+#   SET=storage     the [sig-storage] specs of the volume types the agent has in-tree (emptyDir,
+#                   hostPath, configMap, secret, projected, downwardAPI, subPath, ephemeral
+#                   storage), with the same exclusions (384; most of the In-tree Volumes test
+#                   patterns skip themselves at run time: PVs are not these drivers' kind)
+#   SET=serial      the [Serial] specs of sig-node and of those storage areas, Slow ones included
+#                   (not Disruptive, Flaky or [Feature:]: 33); ginkgo runs them one at a time
+#   SET=extra       storage and serial in one run; SET=wide: all four sets in one run
+#                   (each compared with its own baseline; AGENT=kubelet splits the candidates)
+#   FOCUS, SKIP, LABEL_FILTER override a set's selection.
+#   PROCS, TIMEOUT, RUN_NAME   as conformance.sh
 # The run is compared with baseline-upstream-kubelet[-SET].tsv; with AGENT=kubelet the run's
 # results are also written as a baseline candidate ($STATE/report/RUN/baseline.tsv).
 #   KEEP=1          leave the cluster running afterwards (default: down.sh)
@@ -21,12 +30,31 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/common.sh"
 AGENT=${AGENT:-nodekit}
 SET=${SET:-conformance}
+# Each set is a focus (regexp over a spec's text) and a ginkgo label filter (the e2e framework
+# labels every spec with its SIG and its Serial, Slow, Disruptive, Flaky, Feature:… tags).
+storage_areas='\[sig-storage\] (EmptyDir|HostPath|ConfigMap|Secrets|Projected|Downward API|Subpath|Ephemeralstorage|In-tree Volumes \[Driver: (emptydir|hostPath|hostPathSymlink)\])'
+plain='!Serial && !Disruptive && !Flaky && !Slow && !/^Feature:/'
 case $SET in
-conformance) BASELINE=$HERE/baseline-upstream-kubelet.tsv ;;
+conformance) BASELINES=$HERE/baseline-upstream-kubelet.tsv ;;
 sig-node)
   export FOCUS=${FOCUS:-'\[sig-node\]'} SKIP=${SKIP:-'\[Serial\]|\[Disruptive\]|\[Flaky\]|\[Slow\]|\[Feature:'}
-  BASELINE=$HERE/baseline-upstream-kubelet-sig-node.tsv ;;
-*) die "SET=$SET: want conformance or sig-node" ;;
+  BASELINES=$HERE/baseline-upstream-kubelet-sig-node.tsv ;;
+storage)
+  export FOCUS=${FOCUS:-$storage_areas} LABEL_FILTER=${LABEL_FILTER:-$plain}
+  BASELINES=$HERE/baseline-upstream-kubelet-storage.tsv ;;
+serial)
+  export FOCUS=${FOCUS:-"\\[sig-node\\]|$storage_areas"} LABEL_FILTER=${LABEL_FILTER:-'Serial && !Disruptive && !Flaky && !/^Feature:/'}
+  BASELINES=$HERE/baseline-upstream-kubelet-serial.tsv ;;
+extra)
+  # storage and serial in one run (to measure both baselines at once)
+  export FOCUS=${FOCUS:-"\\[sig-node\\]|$storage_areas"}
+  export LABEL_FILTER=${LABEL_FILTER:-"(sig-storage && $plain) || (Serial && !Disruptive && !Flaky && !/^Feature:/)"}
+  BASELINES="$HERE/baseline-upstream-kubelet-storage.tsv $HERE/baseline-upstream-kubelet-serial.tsv" ;;
+wide)
+  export FOCUS=${FOCUS:-"\\[sig-node\\].*\\[Conformance\\]|\\[NodeConformance\\]|\\[sig-node\\]|$storage_areas"}
+  export LABEL_FILTER=${LABEL_FILTER:-"Conformance || NodeConformance || ($plain) || (Serial && !Disruptive && !Flaky && !/^Feature:/)"}
+  BASELINES="$HERE/baseline-upstream-kubelet.tsv $HERE/baseline-upstream-kubelet-sig-node.tsv $HERE/baseline-upstream-kubelet-storage.tsv $HERE/baseline-upstream-kubelet-serial.tsv" ;;
+*) die "SET=$SET: want conformance, sig-node, storage, serial, extra or wide" ;;
 esac
 [ "$(id -u)" = 0 ] || die "run as root: the cluster runs containerd and mounts volumes"
 if [ ! -x "$BIN/e2e.test" ] || [ ! -x "$BIN/kubelet" ]; then
@@ -55,15 +83,28 @@ rc=0
 results=$STATE/report/$RUN_NAME/results.tsv
 if [ -f "$results" ]; then
   if [ "$AGENT" = kubelet ]; then
-    awk -F'\t' '$1 != "skipped" && $1 != "filtered-out" && $1 != "pending" {print $1 "\t" $3}' "$results" | sort -t"$(printf '\t')" -k2 \
-      > "$STATE/report/$RUN_NAME/baseline.tsv"
-    log "baseline candidate: $STATE/report/$RUN_NAME/baseline.tsv (copy it to $BASELINE to adopt it)"
+    # One candidate per baseline of the set, each holding the specs of its own set.
+    for b in $BASELINES; do
+      case $(basename "$b") in
+      *-storage.tsv) member='$3 !~ /\[(Serial|Disruptive|Flaky|Slow)\]|\[Feature:/ && $3 ~ /^\[sig-storage\] /' ;;
+      *-serial.tsv) member='$3 ~ /\[Serial\]/ && $3 !~ /\[(Disruptive|Flaky)\]|\[Feature:/' ;;
+      *-sig-node.tsv) member='$3 ~ /^\[sig-node\]/ && $3 !~ /\[(Serial|Disruptive|Flaky|Slow)\]|\[Feature:/' ;;
+      *) member='$3 ~ /\[sig-node\].*\[Conformance\]|\[NodeConformance\]/' ;;
+      esac
+      cand=$STATE/report/$RUN_NAME/$(basename "$b")
+      awk -F'\t' "\$1 != \"skipped\" && \$1 != \"filtered-out\" && \$1 != \"pending\" && $member {print \$1 \"\\t\" \$3}" "$results" |
+        sort -t"$(printf '\t')" -k2 > "$cand"
+      log "baseline candidate: $cand ($(wc -l < "$cand") specs; copy it to $b to adopt it)"
+    done
   fi
-  if [ -f "$BASELINE" ]; then
-    BASELINE=$BASELINE "$HERE/compare.sh" "$results" | tee "$STATE/report/$RUN_NAME/compare.txt"
-  else
-    log "no baseline $BASELINE yet: measure it with AGENT=kubelet SET=$SET"
-  fi
+  : > "$STATE/report/$RUN_NAME/compare.txt"
+  for b in $BASELINES; do
+    if [ -f "$b" ]; then
+      { echo "== $(basename "$b")"; BASELINE=$b "$HERE/compare.sh" "$results"; } | tee -a "$STATE/report/$RUN_NAME/compare.txt"
+    else
+      log "no baseline $b yet: measure it with AGENT=kubelet"
+    fi
+  done
 fi
 [ "${KEEP:-0}" = 1 ] || "$HERE/down.sh"
 exit $rc

@@ -21,11 +21,17 @@
 //   - each container with its environment (podenv), mounts, managed
 //     /etc/hosts, termination-message file, security context (seccomp,
 //     AppArmor, capabilities, masked paths, runAsNonRoot against the image),
-//     resources and OOM score adjustment; postStart and preStop hooks (exec,
+//     resources (pod-level limits standing in for those a container does
+//     not set) and OOM score adjustment; postStart and preStop hooks (exec,
 //     HTTP, sleep); ephemeral containers with a target's PID namespace;
 //   - CrashLoopBackOff as the kubelet's (10s doubling to 5m, keyed by pod,
 //     container and spec hash, counted from the last exit), activeDeadline
 //     seconds, kills with the probe's or the pod's grace period.
+//
+// An in-place resize (container or pod-level resources, running init
+// containers included) is allocated through Config.Allocation and actuated
+// with the pod cgroup widened first and narrowed last, each container
+// updated or restarted as its resize policy says.
 //
 // After each pass the pod's status is built from the runtime state (phase,
 // conditions, container states with the kubelet's reasons, restart counts,
@@ -62,4 +68,6 @@
 //     rather than run without them.
 //   - There is no device manager: extended resources from device plugins
 //     are not allocated to containers.
+//   - A pod's status.resources is what the agent last set its cgroup to, not
+//     read back from the cgroup as the kubelet does (so without its rounding).
 package podsyncer

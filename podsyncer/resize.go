@@ -5,12 +5,12 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/nodekit/nodekit/allocation"
 	"github.com/nodekit/nodekit/cgroups"
-	"github.com/nodekit/nodekit/kubetypes"
 )
 
 // allocate handles an in-place resize of pod's spec (allocating its new
@@ -63,17 +63,18 @@ func (s *Syncer) resizeContainers(ctx context.Context, pod *v1.Pod, rtp *podRunt
 		if st == nil || st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 			continue
 		}
+		want := effectiveResources(pod, c)
 		act, ok := s.alloc.Actuated(pod.UID, st.Id)
 		if !ok {
 			// Started before this agent ran: it runs with what it was
 			// created with, which was allocated then.
-			s.alloc.SetActuated(pod.UID, st.Id, c.Resources)
+			s.alloc.SetActuated(pod.UID, st.Id, want)
 			continue
 		}
-		if sameResources(act, c.Resources) {
+		if sameResources(act, want) {
 			continue
 		}
-		if resizeNeedsRestart(c, act) {
+		if resizeNeedsRestart(c, act, want) {
 			return fmt.Errorf("container %s awaits its restart for the resize", c.Name)
 		}
 		todo = append(todo, change{st.Id, c})
@@ -99,11 +100,11 @@ func (s *Syncer) resizeContainers(ctx context.Context, pod *v1.Pod, rtp *podRunt
 	memCap := s.memoryCapacity()
 	qos := cgroups.QOSClass(pod)
 	for _, ch := range todo {
-		r := containerResources(ch.c, qos, memCap)
+		r := containerResources(pod, ch.c, qos, memCap)
 		if err := s.rt.UpdateContainerResources(ctx, ch.id, &runtimeapi.ContainerResources{Linux: r}); err != nil {
 			return fmt.Errorf("update the resources of container %s: %w", ch.c.Name, err)
 		}
-		s.alloc.SetActuated(pod.UID, ch.id, ch.c.Resources)
+		s.alloc.SetActuated(pod.UID, ch.id, effectiveResources(pod, ch.c))
 		klog.FromContext(ctx).V(2).Info("Resized container", "pod", klog.KObj(pod), "container", ch.c.Name)
 	}
 	// Every container has its allocation: the pod cgroup gets the pod's
@@ -113,7 +114,44 @@ func (s *Syncer) resizeContainers(ctx context.Context, pod *v1.Pod, rtp *podRunt
 			return fmt.Errorf("set the pod cgroup: %w", err)
 		}
 	}
+	s.alloc.SetPodActuated(pod.UID, pod.Spec.Resources)
 	return nil
+}
+
+// effectiveResources are the resources container c of pod runs with: its
+// own, with the pod-level CPU and memory limits standing in for the ones
+// it does not set (the kubelet's getCPULimit and getMemoryLimit).
+func effectiveResources(pod *v1.Pod, c *v1.Container) v1.ResourceRequirements {
+	r := *c.Resources.DeepCopy()
+	if !resourcehelper.IsPodLevelResourcesSet(pod) {
+		return r
+	}
+	for _, n := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+		q, ok := pod.Spec.Resources.Limits[n]
+		if own := r.Limits[n]; !ok || !own.IsZero() {
+			continue
+		}
+		if r.Limits == nil {
+			r.Limits = v1.ResourceList{}
+		}
+		r.Limits[n] = q.DeepCopy()
+	}
+	return r
+}
+
+// ownResources is what a container's status reports of act (what it runs
+// with): the limits it sets itself, not those it has from the pod.
+func ownResources(c *v1.Container, act v1.ResourceRequirements) v1.ResourceRequirements {
+	out := v1.ResourceRequirements{Requests: act.Requests, Claims: act.Claims}
+	for n, q := range act.Limits {
+		if _, own := c.Resources.Limits[n]; own {
+			if out.Limits == nil {
+				out.Limits = v1.ResourceList{}
+			}
+			out.Limits[n] = q
+		}
+	}
+	return out
 }
 
 // widenPodCgroup lets the pod cgroup admit both its current and its
@@ -153,13 +191,12 @@ func samePodCgroup(a, b cgroups.Resources) bool {
 }
 
 // resizable are the containers an in-place resize applies to while they
-// run: app containers and sidecars.
+// run: init containers (sidecars, and others while they still run, as the
+// kubelet's InPlacePodVerticalScalingInitContainers) and app containers.
 func resizable(pod *v1.Pod) []*v1.Container {
 	var out []*v1.Container
 	for i := range pod.Spec.InitContainers {
-		if kubetypes.IsSidecar(&pod.Spec.InitContainers[i]) {
-			out = append(out, &pod.Spec.InitContainers[i])
-		}
+		out = append(out, &pod.Spec.InitContainers[i])
 	}
 	for i := range pod.Spec.Containers {
 		out = append(out, &pod.Spec.Containers[i])
@@ -196,14 +233,15 @@ func sameList(a, b v1.ResourceList) bool {
 	return true
 }
 
-// resizeNeedsRestart: c's allocation changes a resource from what its
-// instance runs with (act) whose resize policy is RestartContainer.
-func resizeNeedsRestart(c *v1.Container, act v1.ResourceRequirements) bool {
+// resizeNeedsRestart: the resources c should run with (want, its
+// effectiveResources) change one from what its instance runs with (act)
+// whose resize policy is RestartContainer.
+func resizeNeedsRestart(c *v1.Container, act, want v1.ResourceRequirements) bool {
 	for _, p := range c.ResizePolicy {
 		if p.RestartPolicy != v1.RestartContainer {
 			continue
 		}
-		if !sameQuantity(act.Requests, c.Resources.Requests, p.ResourceName) || !sameQuantity(act.Limits, c.Resources.Limits, p.ResourceName) {
+		if !sameQuantity(act.Requests, want.Requests, p.ResourceName) || !sameQuantity(act.Limits, want.Limits, p.ResourceName) {
 			return true
 		}
 	}

@@ -58,11 +58,31 @@ func TestResizeNeedsRestart(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &v1.Container{Name: "c", ResizePolicy: tc.policy, Resources: tc.res}
-			assert.Equal(t, tc.want, resizeNeedsRestart(c, running))
+			assert.Equal(t, tc.want, resizeNeedsRestart(c, running, tc.res))
 		})
 	}
 	assert.True(t, sameResources(running, *running.DeepCopy()))
 	assert.False(t, sameResources(running, v1.ResourceRequirements{Requests: running.Requests}))
+}
+
+// A container without its own CPU or memory limit runs with the pod-level
+// one, and its status reports only what it sets itself.
+func TestEffectiveResources(t *testing.T) {
+	own := v1.ResourceRequirements{Requests: reqs("cpu", "100m"), Limits: reqs("memory", "64Mi")}
+	pod := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Resources: own}}}}
+	c := &pod.Spec.Containers[0]
+	assert.Equal(t, own, effectiveResources(pod, c), "no pod-level resources")
+
+	pod.Spec.Resources = &v1.ResourceRequirements{Requests: reqs("cpu", "200m", "memory", "128Mi"), Limits: reqs("cpu", "400m", "memory", "256Mi")}
+	eff := effectiveResources(pod, c)
+	assert.Equal(t, v1.ResourceRequirements{Requests: reqs("cpu", "100m"), Limits: reqs("cpu", "400m", "memory", "64Mi")}, eff,
+		"the pod's CPU limit stands in; the container's own memory limit wins")
+	assert.Equal(t, reqs("memory", "64Mi"), c.Resources.Limits, "the spec is not modified")
+	assert.Equal(t, own, ownResources(c, eff), "the status reports the container's own")
+
+	r := containerResources(pod, c, v1.PodQOSBurstable, 0)
+	assert.Equal(t, int64(40000), r.CpuQuota)
+	assert.Equal(t, int64(64<<20), r.MemoryLimitInBytes)
 }
 
 func TestSandboxConfigCgroup(t *testing.T) {

@@ -256,15 +256,17 @@ func linuxResources(cpuReq *resource.Quantity, cpuLim, memLim resource.Quantity)
 	return r
 }
 
-// containerResources is c's CRI resources (linuxResources) with the OOM
-// score adjustment of its QoS class (Burstable by memory request against
-// memCapacity).
-func containerResources(c *v1.Container, qos v1.PodQOSClass, memCapacity int64) *runtimeapi.LinuxContainerResources {
+// containerResources is the CRI resources (linuxResources) of container c
+// of pod, the pod-level limits standing in for those c does not set, with
+// the OOM score adjustment of its QoS class (Burstable by memory request
+// against memCapacity).
+func containerResources(pod *v1.Pod, c *v1.Container, qos v1.PodQOSClass, memCapacity int64) *runtimeapi.LinuxContainerResources {
 	var req *resource.Quantity
 	if q, ok := c.Resources.Requests[v1.ResourceCPU]; ok {
 		req = &q
 	}
-	r := linuxResources(req, c.Resources.Limits[v1.ResourceCPU], c.Resources.Limits[v1.ResourceMemory])
+	eff := effectiveResources(pod, c)
+	r := linuxResources(req, eff.Limits[v1.ResourceCPU], eff.Limits[v1.ResourceMemory])
 	switch qos {
 	case v1.PodQOSGuaranteed:
 		r.OomScoreAdj = guaranteedOOMScoreAdj

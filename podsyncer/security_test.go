@@ -16,22 +16,22 @@ func TestContainerResources(t *testing.T) {
 		Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("250m"), v1.ResourceMemory: resource.MustParse("1Gi")},
 		Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m"), v1.ResourceMemory: resource.MustParse("2Gi")},
 	}}
-	r := containerResources(c, v1.PodQOSBurstable, 4<<30)
+	r := containerResources(&v1.Pod{}, c, v1.PodQOSBurstable, 4<<30)
 	assert.Equal(t, &runtimeapi.LinuxContainerResources{CpuShares: 256, CpuPeriod: 100000, CpuQuota: 50000,
 		MemoryLimitInBytes: 2 << 30, OomScoreAdj: 750}, r)
 
-	best := containerResources(&v1.Container{}, v1.PodQOSBestEffort, 4<<30)
+	best := containerResources(&v1.Pod{}, &v1.Container{}, v1.PodQOSBestEffort, 4<<30)
 	assert.Equal(t, int64(2), best.CpuShares, "minimum shares")
 	assert.Equal(t, int64(1000), best.OomScoreAdj)
 	assert.Zero(t, best.CpuQuota)
 
-	tiny := containerResources(&v1.Container{Resources: v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1m")}}},
+	tiny := containerResources(&v1.Pod{}, &v1.Container{Resources: v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1m")}}},
 		v1.PodQOSGuaranteed, 4<<30)
 	assert.Equal(t, int64(1000), tiny.CpuQuota, "minimum quota")
 	assert.Equal(t, int64(2), tiny.CpuShares)
 	assert.Equal(t, int64(-997), tiny.OomScoreAdj)
 
-	huge := containerResources(&v1.Container{Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceMemory: resource.MustParse("8Gi")}}},
+	huge := containerResources(&v1.Pod{}, &v1.Container{Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceMemory: resource.MustParse("8Gi")}}},
 		v1.PodQOSBurstable, 4<<30)
 	assert.Equal(t, int64(3), huge.OomScoreAdj, "clamped above guaranteed")
 }

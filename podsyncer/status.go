@@ -7,8 +7,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -180,10 +182,32 @@ func (w *statusWriter) build(ctx context.Context, pod *v1.Pod, rtp *podRuntime, 
 	var resize []v1.PodCondition
 	if w.alloc != nil {
 		resize = w.alloc.Conditions(pod.UID)
+		s.AllocatedResources, s.Resources = w.podResources(pod)
 	}
 	s.Conditions = podConditions(pod, &s, old, now, rtp.readySandbox() != nil, initialized, incomplete, resize...)
 	limitTerminationMessages(pod, &s)
 	return s
+}
+
+// podResources are the pod-level allocatedResources (the requests of the
+// allocated pod, its pod-level ones where set) and resources of a pod's
+// status: the requests and limits of the pod as its cgroup was last set,
+// which lag the allocation until a resize is actuated. (The kubelet reads
+// a running pod's back from its cgroup, rounding included.)
+func (w *statusWriter) podResources(pod *v1.Pod) (v1.ResourceList, *v1.ResourceRequirements) {
+	allocated := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	actual := pod
+	if act, ok := w.alloc.PodActuated(pod.UID); ok && !apiequality.Semantic.DeepEqual(act, pod.Spec.Resources) {
+		actual = pod.DeepCopy()
+		actual.Spec.Resources = act
+	}
+	r := actual.Spec.Resources.DeepCopy()
+	if r == nil {
+		r = &v1.ResourceRequirements{}
+	}
+	r.Requests = resourcehelper.PodRequests(actual, resourcehelper.PodResourcesOptions{})
+	r.Limits = resourcehelper.PodLimits(actual, resourcehelper.PodResourcesOptions{})
+	return allocated, r
 }
 
 // limitTerminationMessages keeps a pod's termination messages within the
@@ -293,7 +317,8 @@ func (w *statusWriter) containerStatus(pod *v1.Pod, c *v1.Container, rtp *podRun
 		cs.Resources = c.Resources.DeepCopy()
 		if st != nil && st.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
 			if act, ok := w.alloc.Actuated(pod.UID, st.Id); ok {
-				cs.Resources = &act
+				own := ownResources(c, act)
+				cs.Resources = &own
 			}
 		}
 	}

@@ -261,6 +261,9 @@ func (s *Syncer) ensurePodCgroup(ctx context.Context, pod *v1.Pod) error {
 		s.event(pod, v1.EventTypeWarning, "FailedCreatePodContainer", "unable to ensure pod container exists: %v", err)
 		return fmt.Errorf("failed to ensure that the pod: %v cgroups exist and are correctly applied: %w", pod.UID, err)
 	}
+	if s.alloc != nil {
+		s.alloc.SetPodActuated(pod.UID, pod.Spec.Resources)
+	}
 	return nil
 }
 
@@ -297,8 +300,9 @@ func (s *Syncer) plan(pod *v1.Pod, rtp *podRuntime) podplan.Plan {
 				c.Started = true
 			}
 			if s.alloc != nil {
-				if act, ok := s.alloc.Actuated(pod.UID, st.Id); ok {
-					c.ResizeRestart = resizeNeedsRestart(specOf(pod, name), act)
+				if act, ok := s.alloc.Actuated(pod.UID, st.Id); ok && specOf(pod, name) != nil {
+					spec := specOf(pod, name)
+					c.ResizeRestart = resizeNeedsRestart(spec, act, effectiveResources(pod, spec))
 				}
 			}
 		case runtimeapi.ContainerState_CONTAINER_EXITED:
@@ -492,7 +496,7 @@ func (s *Syncer) start(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandb
 	}
 	s.status.startFailed(pod.UID, c.Name, "", "")
 	if s.alloc != nil {
-		s.alloc.SetActuated(pod.UID, id, c.Resources)
+		s.alloc.SetActuated(pod.UID, id, effectiveResources(pod, c))
 	}
 	s.containerEvent(pod, c, v1.EventTypeNormal, "Created", "Container created")
 	if err := s.rt.StartContainer(ctx, id); err != nil {
@@ -554,7 +558,7 @@ func (s *Syncer) containerConfig(ctx context.Context, pod *v1.Pod, sb *runtimeap
 		cfg.Linux.SecurityContext.NamespaceOptions.Pid = runtimeapi.NamespaceMode_TARGET
 		cfg.Linux.SecurityContext.NamespaceOptions.TargetId = cs[0].Id
 	}
-	cfg.Linux.Resources = containerResources(c, cgroups.QOSClass(pod), s.memoryCapacity())
+	cfg.Linux.Resources = containerResources(pod, c, cgroups.QOSClass(pod), s.memoryCapacity())
 	cfg.Envs = keyValues(vars)
 	cfg.Command = podenv.ExpandAll(c.Command, vars)
 	cfg.Args = podenv.ExpandAll(c.Args, vars)

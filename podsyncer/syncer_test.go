@@ -1765,6 +1765,64 @@ func TestSyncPodInPlaceResize(t *testing.T) {
 	assert.False(t, ok, "the allocation is forgotten")
 }
 
+// Pod-level resources: a container without its own limits runs with the
+// pod's; resizing them updates it in place or restarts it as its resize
+// policy says, and the pod status reports the pod-level allocation and
+// what the pod runs with.
+func TestSyncPodLevelResize(t *testing.T) {
+	alloc, err := allocation.New(allocation.Config{
+		Admit: func(context.Context, *v1.Pod, []*v1.Pod) allocation.Verdict { return allocation.Verdict{Admit: true} },
+	})
+	require.NoError(t, err)
+	h := newHarness(t, func(cfg *podsyncer.Config, _ *harness) { cfg.Allocation = alloc })
+	plr := func(cpu, mem string) *v1.ResourceRequirements {
+		r := v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse(mem)}
+		return &v1.ResourceRequirements{Requests: r, Limits: r.DeepCopy()}
+	}
+	app := ctr("app", appV1)
+	app.ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer}}
+	pod := newPod("plr", app)
+	pod.Spec.Resources = plr("200m", "128Mi")
+	h.mustSync(pod)
+	first := h.latest(pod, "app")
+	assert.Equal(t, int64(20000), first.Resources.Linux.CpuQuota, "the pod's CPU limit")
+	assert.Equal(t, int64(128<<20), first.Resources.Linux.MemoryLimitInBytes, "the pod's memory limit")
+	st := h.podStatus(pod)
+	assert.True(t, st.AllocatedResources.Cpu().Equal(resource.MustParse("200m")))
+	require.NotNil(t, st.Resources)
+	assert.True(t, st.Resources.Limits.Memory().Equal(resource.MustParse("128Mi")))
+	cs := containerStatus(t, st, "app")
+	require.NotNil(t, cs.Resources)
+	assert.Empty(t, cs.Resources.Limits, "the container sets no limits of its own")
+	h.takeEvents()
+
+	// CPU (NotRequired): the container is updated in place.
+	pod.Generation = 2
+	pod.Spec.Resources = plr("400m", "128Mi")
+	h.mustSync(pod)
+	same := h.latest(pod, "app")
+	assert.Equal(t, first.Id, same.Id, "not restarted")
+	assert.Equal(t, int64(40000), same.Resources.Linux.CpuQuota)
+	assert.True(t, hasEvent(h.takeEvents(), "ResizeCompleted", "Pod resize completed"))
+	st = h.podStatus(pod)
+	assert.True(t, st.Resources.Limits.Cpu().Equal(resource.MustParse("400m")))
+	for _, c := range st.Conditions {
+		assert.NotEqual(t, v1.PodResizeInProgress, c.Type)
+	}
+
+	// Memory (RestartContainer): restarted with the new pod-level limit,
+	// once.
+	pod.Generation = 3
+	pod.Spec.Resources = plr("400m", "256Mi")
+	h.mustSync(pod)
+	h.mustSync(pod)
+	all := h.instances(pod, "app")
+	require.Len(t, all, 2)
+	assert.Equal(t, running, all[1].State)
+	assert.Equal(t, int64(256<<20), all[1].Resources.Linux.MemoryLimitInBytes)
+	assert.True(t, h.podStatus(pod).Resources.Limits.Memory().Equal(resource.MustParse("256Mi")))
+}
+
 // A container's termination message is what it wrote to its
 // terminationMessagePath (a file the syncer creates and mounts), or with
 // FallbackToLogsOnError after a failure, the tail of its log.
