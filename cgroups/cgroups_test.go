@@ -244,3 +244,26 @@ func TestWeightRoundTrip(t *testing.T) {
 		assert.Equal(t, w, weightFromShares(sharesFromWeight(w)), "shares %d", s)
 	}
 }
+
+// Shares compare exactly on cgroup v1 and as weights on v2, where shares
+// read back from a weight round (81 and 87 shares are both weight 4).
+func TestSameShares(t *testing.T) {
+	v1mnt := t.TempDir()
+	for _, h := range []string{"cpu", "memory"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(v1mnt, h), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(v1mnt, h, "cgroup.procs"), nil, 0o644))
+	}
+	m1, err := New(Config{Mount: v1mnt})
+	require.NoError(t, err)
+	require.False(t, m1.V2())
+	assert.True(t, m1.SameShares(87, 87))
+	assert.False(t, m1.SameShares(81, 87))
+
+	v2mnt := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(v2mnt, "cgroup.controllers"), []byte("cpu memory\n"), 0o644))
+	m2, err := New(Config{Mount: v2mnt})
+	require.NoError(t, err)
+	require.True(t, m2.V2())
+	assert.True(t, m2.SameShares(81, 87))
+	assert.False(t, m2.SameShares(81, 1024))
+}

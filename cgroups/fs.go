@@ -235,10 +235,11 @@ func weightFromShares(shares uint64) uint64 {
 	return 1 + (shares-2)*9999/262142
 }
 
-// SameShares reports whether two CPU shares values are the same cgroup
-// setting on either version (v2 weights are coarser than v1 shares).
-func SameShares(a, b uint64) bool {
-	return a == b || weightFromShares(a) == weightFromShares(b)
+// SameShares reports whether two CPU shares values are the same setting
+// of this host's cgroups: equal on v1; on v2, the same weight (weights are
+// coarser than shares, and shares read back from a weight round).
+func (m *Manager) SameShares(a, b uint64) bool {
+	return a == b || m.v2 && weightFromShares(a) == weightFromShares(b)
 }
 
 // sharesFromWeight inverts weightFromShares, as far as the rounding

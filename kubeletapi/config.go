@@ -106,6 +106,9 @@ type Config struct {
 
 	// Pods resolves pods by name and backs /pods. Required.
 	Pods PodLister
+	// RunningPods backs /runningpods/ (the kubelet's debugging handler
+	// listing what the runtime runs). nil: 404 there.
+	RunningPods RunningPodLister
 	// Logs backs /containerLogs. nil answers 501 there.
 	Logs LogSource
 	// Streaming backs /exec, /attach and /portForward. nil answers 501.

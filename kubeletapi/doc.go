@@ -15,6 +15,7 @@
 //	/portForward/{ns}/{pod}[/{uid}]                a proxy to a CRI streaming URL, or in process)
 //	/run/{ns}/{pod}[/{uid}]/{container}           Runner
 //	/pods                                         PodLister
+//	/runningpods/                                 RunningPodLister
 //	/stats/summary, /metrics/resource             SummaryProvider
 //	/metrics, /metrics/probes                     prometheus.Gatherer
 //	/healthz, /healthz/{check}                    HealthCheck
@@ -87,8 +88,9 @@
 //     upgrade-aware proxy; the kubelet's optional v5 WebSocket-to-SPDY
 //     translation (ExtendWebSocketsToKubelet, alpha) is not done here: the
 //     API server translates kubectl's WebSocket streams itself.
-//   - /metrics/cadvisor, /runningpods/, /checkpoint, /debug/pprof,
-//     /debug/flags/v and the system log query are not served (404).
+//   - /metrics/cadvisor, /checkpoint, /debug/pprof, /debug/flags/v and
+//     the system log query are not served (404); /runningpods/ only with
+//     Config.RunningPods.
 //   - The webhook retries and decision caches of the staging
 //     authenticators and authorizers run on real time.
 package kubeletapi

@@ -1,6 +1,7 @@
 package kubeletapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -45,6 +46,32 @@ func TestPods(t *testing.T) {
 	w := get(srv.Handler(), "/pods")
 	require.Equal(t, http.StatusOK, w.Code)
 	require.JSONEq(t, `{"kind":"PodList","apiVersion":"v1","metadata":{},"items":null}`, w.Body.String())
+}
+
+type runningPods struct {
+	pods []*v1.Pod
+	err  error
+}
+
+func (r runningPods) GetRunningPods(context.Context) ([]*v1.Pod, error) { return r.pods, r.err }
+
+func TestRunningPods(t *testing.T) {
+	srv, _ := newServer(t, nil)
+	require.Equal(t, http.StatusNotFound, get(srv.Handler(), "/runningpods/").Code, "not served without a lister")
+
+	running := testPod()
+	running.Spec = v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "img"}}}
+	srv, _ = newServer(t, func(c *kubeletapi.Config) { c.RunningPods = runningPods{pods: []*v1.Pod{running}} })
+	for _, path := range []string{"/runningpods", "/runningpods/"} {
+		w := get(srv.Handler(), path)
+		require.Equal(t, http.StatusOK, w.Code, path)
+		require.JSONEq(t, `{"kind":"PodList","apiVersion":"v1","metadata":{},"items":[{"metadata":{"name":"p","namespace":"ns","uid":"uid-1"},
+			"spec":{"containers":[{"name":"c","image":"img","resources":{}}]},"status":{}}]}`, w.Body.String())
+	}
+	srv, _ = newServer(t, func(c *kubeletapi.Config) { c.RunningPods = runningPods{err: errors.New("runtime down")} })
+	w := get(srv.Handler(), "/runningpods/")
+	require.Equal(t, http.StatusInternalServerError, w.Code)
+	require.Contains(t, w.Body.String(), "runtime down")
 }
 
 func testSummary() *statsapi.Summary {

@@ -83,6 +83,10 @@ func (s *Server) routes(full bool) *http.ServeMux {
 		mux.HandleFunc(method+" /portForward/{namespace}/{pod}", s.portForward)
 		mux.HandleFunc(method+" /portForward/{namespace}/{pod}/{uid}", s.portForward)
 	}
+	if s.cfg.RunningPods != nil {
+		mux.HandleFunc("GET /runningpods", s.runningPods)
+		mux.HandleFunc("GET /runningpods/", s.runningPods)
+	}
 	mux.HandleFunc("POST /run/{namespace}/{pod}/{container}", s.run)
 	mux.HandleFunc("POST /run/{namespace}/{pod}/{uid}/{container}", s.run)
 	if s.cfg.Configz != nil {
@@ -104,6 +108,21 @@ func (s *Server) routes(full bool) *http.ServeMux {
 func (s *Server) pods(w http.ResponseWriter, _ *http.Request) {
 	list := v1.PodList{TypeMeta: metaPodList}
 	for _, p := range s.cfg.Pods.GetPods() {
+		list.Items = append(list.Items, *p)
+	}
+	writeJSON(w, &list)
+}
+
+// runningPods answers /runningpods/ with a v1 PodList of what the runtime
+// runs.
+func (s *Server) runningPods(w http.ResponseWriter, r *http.Request) {
+	pods, err := s.cfg.RunningPods.GetRunningPods(r.Context())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	list := v1.PodList{TypeMeta: metaPodList}
+	for _, p := range pods {
 		list.Items = append(list.Items, *p)
 	}
 	writeJSON(w, &list)

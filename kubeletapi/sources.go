@@ -25,6 +25,15 @@ type PodLister interface {
 	GetPods() []*v1.Pod
 }
 
+// RunningPodLister lists what the container runtime runs: the
+// /runningpods/ endpoint, which differs from /pods (the desired pods).
+type RunningPodLister interface {
+	// GetRunningPods returns the pods that have a ready sandbox or a
+	// running container, as the kubelet's: name, namespace, UID and each
+	// running container's name and image; nothing else of spec or status.
+	GetRunningPods(ctx context.Context) ([]*v1.Pod, error)
+}
+
 // LogSource streams a container's log (the /containerLogs endpoint).
 type LogSource interface {
 	// ContainerLogs writes the log of the named container of pod to stdout

@@ -109,7 +109,7 @@ func (s *Syncer) resizeContainers(ctx context.Context, pod *v1.Pod, rtp *podRunt
 	}
 	// Every container has its allocation: the pod cgroup gets the pod's
 	// (narrower, after a shrink or a restart-resize) values.
-	if s.cgroups != nil && !samePodCgroup(cur, want) {
+	if s.cgroups != nil && !samePodCgroup(s.cgroups, cur, want) {
 		if err := s.cgroups.UpdatePod(ctx, pod, want); err != nil {
 			return fmt.Errorf("set the pod cgroup: %w", err)
 		}
@@ -182,12 +182,12 @@ func (s *Syncer) prepareResize(ctx context.Context, pod *v1.Pod) error {
 }
 
 // samePodCgroup compares the cgroup's values a with the wanted b: limits
-// exactly (memory as the kernel rounds it to pages), shares as far as
-// cgroup v2's weights tell them apart.
-func samePodCgroup(a, b cgroups.Resources) bool {
+// exactly (memory as the kernel rounds it to pages), shares as m's
+// SameShares (on cgroup v2, as far as weights tell them apart).
+func samePodCgroup(m *cgroups.Manager, a, b cgroups.Resources) bool {
 	const page = 4096
 	sameMem := a.Memory == b.Memory || (b.Memory > 0 && a.Memory == b.Memory/page*page)
-	return a.CPUQuota == b.CPUQuota && sameMem && cgroups.SameShares(a.CPUShares, b.CPUShares)
+	return a.CPUQuota == b.CPUQuota && sameMem && m.SameShares(a.CPUShares, b.CPUShares)
 }
 
 // resizable are the containers an in-place resize applies to while they

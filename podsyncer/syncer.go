@@ -499,7 +499,12 @@ func (s *Syncer) start(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandb
 		s.alloc.SetActuated(pod.UID, id, effectiveResources(pod, c))
 	}
 	s.containerEvent(pod, c, v1.EventTypeNormal, "Created", "Container created")
-	if err := s.rt.StartContainer(ctx, id); err != nil {
+	// A start the runtime has begun is let finish even when the sync is
+	// cancelled (the pod is being deleted): the container is then stopped
+	// as any other, rather than left "failed to start: context canceled"
+	// (exit 128, StartError) in the pod's final status. The runtime
+	// client's own timeout still bounds the call.
+	if err := s.rt.StartContainer(context.WithoutCancel(ctx), id); err != nil {
 		msg := grpcstatus.Convert(err).Message()
 		s.status.startFailed(pod.UID, c.Name, "RunContainerError", msg)
 		s.containerEvent(pod, c, v1.EventTypeWarning, "Failed", "Error: %s", msg)

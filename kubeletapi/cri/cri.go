@@ -1,6 +1,7 @@
 // Package cri serves the kubelet API's logs, exec, attach, port-forward
-// and run from a CRI runtime: kubeletapi's LogSource, Streamer and Runner
-// over a k8s.io/cri-api RuntimeService.
+// and run from a CRI runtime, and lists what it runs: kubeletapi's
+// LogSource, Streamer, Runner and RunningPodLister over a k8s.io/cri-api
+// RuntimeService.
 //
 // # Model
 //
@@ -21,7 +22,7 @@
 //  2. Pass pods with their latest status to kubeletapi (Config.Pods), so
 //     that logs find the current and previous container IDs.
 //  3. Build one Runtime with New and set it as kubeletapi's Logs,
-//     Streaming and Runner.
+//     Streaming, Runner and RunningPods.
 //
 // # Differences from upstream
 //
@@ -33,6 +34,7 @@
 package cri
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -44,6 +46,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	criapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/cri-client/pkg/logs"
@@ -55,6 +58,8 @@ import (
 // Labels the kubelet puts on CRI objects.
 const (
 	LabelPodUID        = "io.kubernetes.pod.uid"
+	LabelPodName       = "io.kubernetes.pod.name"
+	LabelPodNamespace  = "io.kubernetes.pod.namespace"
 	LabelContainerName = "io.kubernetes.container.name"
 )
 
@@ -77,9 +82,10 @@ type Runtime struct {
 }
 
 var (
-	_ kubeletapi.LogSource = (*Runtime)(nil)
-	_ kubeletapi.Streamer  = (*Runtime)(nil)
-	_ kubeletapi.Runner    = (*Runtime)(nil)
+	_ kubeletapi.LogSource        = (*Runtime)(nil)
+	_ kubeletapi.Streamer         = (*Runtime)(nil)
+	_ kubeletapi.Runner           = (*Runtime)(nil)
+	_ kubeletapi.RunningPodLister = (*Runtime)(nil)
 )
 
 // New returns a Runtime for cfg.
@@ -198,6 +204,53 @@ func trimScheme(id string) string {
 		return id[i+3:]
 	}
 	return id
+}
+
+// GetRunningPods implements kubeletapi.RunningPodLister: the pods with a
+// ready sandbox or a running container, by the kubelet's labels, each with
+// its running containers' names and images, ordered by namespace and name.
+func (r *Runtime) GetRunningPods(ctx context.Context) ([]*v1.Pod, error) {
+	sandboxes, err := r.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
+		State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}})
+	if err != nil {
+		return nil, fmt.Errorf("list pod sandboxes: %w", err)
+	}
+	containers, err := r.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{
+		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	byUID := map[string]*v1.Pod{}
+	pod := func(labels map[string]string) *v1.Pod {
+		uid := labels[LabelPodUID]
+		if uid == "" {
+			return nil // not the kubelet's
+		}
+		p := byUID[uid]
+		if p == nil {
+			p = &v1.Pod{}
+			p.UID, p.Name, p.Namespace = types.UID(uid), labels[LabelPodName], labels[LabelPodNamespace]
+			byUID[uid] = p
+		}
+		return p
+	}
+	for _, sb := range sandboxes {
+		pod(sb.Labels)
+	}
+	for _, c := range containers {
+		if p := pod(c.Labels); p != nil {
+			p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: c.Labels[LabelContainerName], Image: c.GetImage().GetImage()})
+		}
+	}
+	out := make([]*v1.Pod, 0, len(byUID))
+	for _, p := range byUID {
+		slices.SortFunc(p.Spec.Containers, func(a, b v1.Container) int { return strings.Compare(a.Name, b.Name) })
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b *v1.Pod) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name), strings.Compare(string(a.UID), string(b.UID)))
+	})
+	return out, nil
 }
 
 // runningContainer returns the newest running instance of the pod's named

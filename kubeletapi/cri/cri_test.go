@@ -630,3 +630,54 @@ func TestExecThroughKubeletAPI(t *testing.T) {
 	require.True(t, fake.execs[0].Stderr)
 	require.False(t, fake.execs[0].Stdin)
 }
+
+// /runningpods/ lists what the runtime runs: pods with a ready sandbox or a
+// running container, by the kubelet's labels, with running containers only.
+func TestGetRunningPods(t *testing.T) {
+	fake := fakeapi.NewFakeRuntimeService()
+	labels := func(uid, name string) map[string]string {
+		return map[string]string{cri.LabelPodUID: uid, cri.LabelPodName: name, cri.LabelPodNamespace: podNS}
+	}
+	sandbox := func(id, uid, name string, state runtimeapi.PodSandboxState) *fakeapi.FakePodSandbox {
+		return &fakeapi.FakePodSandbox{PodSandboxStatus: runtimeapi.PodSandboxStatus{Id: id, State: state, Labels: labels(uid, name)}}
+	}
+	fake.SetFakeSandboxes([]*fakeapi.FakePodSandbox{
+		sandbox("sb1", podUID, podName, runtimeapi.PodSandboxState_SANDBOX_READY),
+		sandbox("sb2", "uid-2", "gone", runtimeapi.PodSandboxState_SANDBOX_NOTREADY),
+		sandbox("sb3", "uid-3", "a-idle", runtimeapi.PodSandboxState_SANDBOX_READY),
+		{PodSandboxStatus: runtimeapi.PodSandboxStatus{Id: "foreign", State: runtimeapi.PodSandboxState_SANDBOX_READY}},
+	})
+	app := runningContainer("c1", "app", 0, 1, runtimeapi.ContainerState_CONTAINER_RUNNING)
+	app.Image = &runtimeapi.ImageSpec{Image: "registry.k8s.io/pause:3.10"}
+	sidecar := runningContainer("c2", "log", 0, 1, runtimeapi.ContainerState_CONTAINER_RUNNING)
+	exited := runningContainer("c3", "init", 0, 1, runtimeapi.ContainerState_CONTAINER_EXITED)
+	orphan := runningContainer("c4", "left", 0, 1, runtimeapi.ContainerState_CONTAINER_RUNNING)
+	orphan.Labels = labels("uid-4", "b-orphan")
+	orphan.Labels[cri.LabelContainerName] = "left"
+	fake.SetFakeContainers([]*fakeapi.FakeContainer{app, sidecar, exited, orphan})
+	for _, c := range []*fakeapi.FakeContainer{app, sidecar, exited} {
+		c.Labels[cri.LabelPodName], c.Labels[cri.LabelPodNamespace] = podName, podNS
+	}
+	rt, err := cri.New(cri.Config{Runtime: fake})
+	require.NoError(t, err)
+
+	pods, err := rt.GetRunningPods(context.Background())
+	require.NoError(t, err)
+	var got []string
+	for _, p := range pods {
+		s := p.Namespace + "/" + p.Name + "/" + string(p.UID) + ":"
+		for _, c := range p.Spec.Containers {
+			s += " " + c.Name + "=" + c.Image
+		}
+		got = append(got, s)
+	}
+	require.Equal(t, []string{
+		"ns/a-idle/uid-3:",
+		"ns/b-orphan/uid-4: left=",
+		"ns/p/uid-1: app=registry.k8s.io/pause:3.10 log=",
+	}, got)
+
+	fake.InjectError("ListPodSandbox", errors.New("runtime down"))
+	_, err = rt.GetRunningPods(context.Background())
+	require.EqualError(t, err, "list pod sandboxes: runtime down")
+}

@@ -38,7 +38,7 @@ func (a *Agent) buildAPI() error {
 		Addr:        kubeletapi.Disabled,
 		HealthzAddr: kubeletapi.Disabled,
 		TLSCertFile: o.TLSCertFile, TLSKeyFile: o.TLSKeyFile,
-		Pods: agentPods{a}, Logs: rt, Streaming: rt, Runner: rt,
+		Pods: agentPods{a}, RunningPods: rt, Logs: rt, Streaming: rt, Runner: rt,
 		Summary: a.summary,
 		HealthChecks: []kubeletapi.HealthCheck{
 			{Name: "syncloop", Check: a.syncLoopHealth},
