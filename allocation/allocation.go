@@ -1,15 +1,19 @@
 package allocation
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"slices"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/utils/ptr"
 )
 
 // Reasons of the PodResizePending condition.
@@ -43,6 +47,7 @@ type Manager struct {
 	cfg Config
 	mu  sync.Mutex
 	pod map[types.UID]*entry
+	seq uint64 // the last pendingSeq given
 }
 
 type entry struct {
@@ -53,6 +58,8 @@ type entry struct {
 	podAllocated, podActuated *v1.ResourceRequirements
 	podActuatedKnown          bool
 	pending                   *v1.PodCondition
+	// pendingSeq orders pending resizes by when they became pending.
+	pendingSeq uint64
 	// A resize allocated and not yet actuated, since generation; a failed
 	// actuation leaves its error.
 	inProgress     bool
@@ -155,11 +162,19 @@ func samePodLevel(a, b *v1.ResourceRequirements) bool {
 // condition (Infeasible when the pod alone exceeds the node's allocatable,
 // else Deferred) and newPending is true the first time it is seen for
 // this generation and reason (for an event).
+//
+// Pending resizes are served in the kubelet's order: before pod's resize
+// is tried, every deferred resize of another active pod that ranks ahead
+// of it (one that does not increase requests, then a higher priority,
+// then Guaranteed QoS, then the one pending longer) is tried first, so
+// that resources a deleted pod frees go to the resize that ranks first
+// rather than to the pod that happens to sync first. Such a resize is
+// allocated here; its pod actuates it at its next sync.
 func (m *Manager) Resize(ctx context.Context, pod *v1.Pod, others func() []*v1.Pod) (started, newPending bool) {
 	m.mu.Lock()
 	e := m.entryFor(pod)
 	if !e.differs(pod) {
-		e.pending = nil
+		e.pending, e.pendingSeq = nil, 0
 		m.mu.Unlock()
 		return false, false
 	}
@@ -168,6 +183,79 @@ func (m *Manager) Resize(ctx context.Context, pod *v1.Pod, others func() []*v1.P
 	if others != nil {
 		active = others()
 	}
+	for _, q := range m.pendingAhead(pod, active) {
+		m.tryResize(ctx, q, m.entryOf(q), active)
+	}
+	return m.tryResize(ctx, pod, e, active)
+}
+
+// entryOf is entryFor under mu.
+func (m *Manager) entryOf(pod *v1.Pod) *entry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.entryFor(pod)
+}
+
+// pendingAhead are the active pods other than pod whose resize is deferred
+// and ranks ahead of pod's, in rank order.
+func (m *Manager) pendingAhead(pod *v1.Pod, active []*v1.Pod) []*v1.Pod {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var ahead []*v1.Pod
+	for _, o := range active {
+		q := m.pod[o.UID]
+		if o.UID == pod.UID || q == nil || q.pending == nil || q.pending.Reason != ReasonDeferred || !q.differs(o) {
+			continue
+		}
+		if m.rankLocked(o, pod) < 0 {
+			ahead = append(ahead, o)
+		}
+	}
+	slices.SortStableFunc(ahead, m.rankLocked)
+	return ahead
+}
+
+// rankLocked orders two pods wanting a resize as the kubelet's pending
+// resize queue: a resize that does not increase requests first, then the
+// higher priority, then Guaranteed (as the API server recorded the QoS
+// class) before the others, then the one pending longer (a pod not
+// pending yet last). Callers hold mu.
+func (m *Manager) rankLocked(a, b *v1.Pod) int {
+	if ia, ib := m.increasesRequestsLocked(a), m.increasesRequestsLocked(b); ia != ib {
+		if !ia {
+			return -1
+		}
+		return 1
+	}
+	if pa, pb := ptr.Deref(a.Spec.Priority, 0), ptr.Deref(b.Spec.Priority, 0); pa != pb {
+		return cmp.Compare(pb, pa)
+	}
+	if ga, gb := a.Status.QOSClass == v1.PodQOSGuaranteed, b.Status.QOSClass == v1.PodQOSGuaranteed; ga != gb {
+		if ga {
+			return -1
+		}
+		return 1
+	}
+	seq := func(p *v1.Pod) uint64 {
+		if e := m.pod[p.UID]; e != nil && e.pendingSeq != 0 {
+			return e.pendingSeq
+		}
+		return math.MaxUint64
+	}
+	return cmp.Compare(seq(a), seq(b))
+}
+
+// increasesRequestsLocked: pod's spec asks for more CPU or memory than
+// its allocation. Callers hold mu.
+func (m *Manager) increasesRequestsLocked(pod *v1.Pod) bool {
+	want := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	have := resourcehelper.PodRequests(m.allocatedLocked(pod), resourcehelper.PodResourcesOptions{})
+	return want.Cpu().Cmp(*have.Cpu()) > 0 || want.Memory().Cmp(*have.Memory()) > 0
+}
+
+// tryResize admits pod's resize beside the allocations of the other
+// active pods and allocates it, or leaves it pending.
+func (m *Manager) tryResize(ctx context.Context, pod *v1.Pod, e *entry, active []*v1.Pod) (started, newPending bool) {
 	m.mu.Lock()
 	allocatedOthers := make([]*v1.Pod, 0, len(active))
 	for _, o := range active {
@@ -188,6 +276,10 @@ func (m *Manager) Resize(ctx context.Context, pod *v1.Pod, others func() []*v1.P
 	defer m.mu.Unlock()
 	if reason != "" {
 		e.pending = &v1.PodCondition{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: reason, Message: msg, ObservedGeneration: pod.Generation}
+		if e.pendingSeq == 0 {
+			m.seq++
+			e.pendingSeq = m.seq
+		}
 		key := reason + "/" + msg
 		newPending = e.lastPendingGen != pod.Generation || e.lastPendingKey != key
 		e.lastPendingGen, e.lastPendingKey = pod.Generation, key
@@ -197,7 +289,7 @@ func (m *Manager) Resize(ctx context.Context, pod *v1.Pod, others func() []*v1.P
 		e.allocated[c.Name] = *c.Resources.DeepCopy()
 	}
 	e.podAllocated = pod.Spec.Resources.DeepCopy()
-	e.pending, e.inProgress, e.generation, e.errMsg = nil, true, pod.Generation, ""
+	e.pending, e.pendingSeq, e.inProgress, e.generation, e.errMsg = nil, 0, true, pod.Generation, ""
 	return true, false
 }
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 func pods(ps ...*v1.Pod) func() []*v1.Pod { return func() []*v1.Pod { return ps } }
@@ -132,6 +133,55 @@ func TestResizePodLevel(t *testing.T) {
 	assert.False(t, started)
 }
 
+// Freed resources go to the pending resize that ranks first (higher
+// priority, then Guaranteed, then the one pending longer), not to the pod
+// that syncs first.
+func TestResizePendingOrder(t *testing.T) {
+	ctx := context.Background()
+	m, err := New(Config{Admit: fitCPU(1000)})
+	require.NoError(t, err)
+	big := pod("big", 1, "600m")
+	low, high, guar := pod("low", 1, "100m"), pod("high", 1, "100m"), pod("guar", 1, "100m")
+	high.Spec.Priority = ptr.To[int32](1000)
+	guar.Status.QOSClass = v1.PodQOSGuaranteed
+	for _, p := range []*v1.Pod{big, low, high, guar} {
+		m.Allocated(p)
+	}
+	grow := func(p *v1.Pod) *v1.Pod {
+		q := pod(string(p.UID), 2, "500m")
+		q.Spec.Priority, q.Status.QOSClass = p.Spec.Priority, p.Status.QOSClass
+		return q
+	}
+	low2, high2, guar2 := grow(low), grow(high), grow(guar)
+	all := pods(big, low2, high2, guar2)
+	for _, p := range []*v1.Pod{low2, guar2, high2} { // pending in this order
+		started, _ := m.Resize(ctx, p, all)
+		require.False(t, started)
+	}
+
+	// big is gone: 300m in use. low syncs first, but high ranks first
+	// and takes the room (800m); low stays deferred.
+	rest := pods(low2, high2, guar2)
+	started, _ := m.Resize(ctx, low2, rest)
+	assert.False(t, started)
+	assert.Equal(t, "500m", m.Allocated(high2).Spec.Containers[0].Resources.Requests.Cpu().String(), "allocated for high")
+	require.Len(t, m.Conditions("high"), 1)
+	assert.Equal(t, v1.PodResizeInProgress, m.Conditions("high")[0].Type)
+	assert.Equal(t, "100m", m.Allocated(guar2).Spec.Containers[0].Resources.Requests.Cpu().String())
+
+	// high shrinks back; at low's next sync the Guaranteed pod goes
+	// before low, although low pended first.
+	high3 := pod("high", 3, "100m")
+	high3.Spec.Priority = high2.Spec.Priority
+	rest = pods(low2, high3, guar2)
+	started, _ = m.Resize(ctx, high3, rest)
+	assert.True(t, started)
+	started, _ = m.Resize(ctx, low2, rest)
+	assert.False(t, started)
+	assert.Equal(t, "500m", m.Allocated(guar2).Spec.Containers[0].Resources.Requests.Cpu().String(), "the Guaranteed pod first")
+	assert.Equal(t, "100m", m.Allocated(low2).Spec.Containers[0].Resources.Requests.Cpu().String())
+}
+
 func TestSummary(t *testing.T) {
 	p := pod("a", 4, "100m")
 	p.Spec.InitContainers = []v1.Container{{Name: "init"}}
@@ -141,4 +191,18 @@ func TestSummary(t *testing.T) {
 func TestNewNeedsAdmit(t *testing.T) {
 	_, err := New(Config{})
 	assert.Error(t, err)
+}
+
+func TestRankShrinkFirst(t *testing.T) {
+	m, err := New(Config{Admit: fitCPU(1000)})
+	require.NoError(t, err)
+	a, b := pod("a", 1, "500m"), pod("b", 1, "100m")
+	m.Allocated(a)
+	m.Allocated(b)
+	shrink, grow := pod("a", 2, "400m"), pod("b", 2, "200m")
+	grow.Spec.Priority = ptr.To[int32](1000)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	assert.Negative(t, m.rankLocked(shrink, grow), "a resize that does not increase requests goes before a higher priority")
+	assert.Positive(t, m.rankLocked(grow, shrink))
 }

@@ -6,6 +6,12 @@
 // actuated container by container; until every running container has its
 // allocated resources applied, the resize is in progress.
 //
+// Deferred resizes are retried in the kubelet's order (one that does not
+// increase requests, then priority, then Guaranteed QoS, then the longest
+// pending): a pod's Resize first tries those ranked ahead of it. A resize
+// allocated that way is reported by its own pod's next sync as in
+// progress, without a ResizeStarted event (the kubelet records one).
+//
 // Pod-level resources (spec.resources) are allocated and resized with the
 // containers' (the kubelet's InPlacePodLevelResourcesVerticalScaling):
 // Allocated carries them, and SetPodActuated/PodActuated record what the

@@ -70,7 +70,8 @@ type ReclaimFunc func(ctx context.Context) error
 type Config struct {
 	// Thresholds to enforce, usually from ParseThresholds. nil means the
 	// upstream Linux defaults (ParseThresholds(ThresholdSpec{})); a non-nil
-	// empty slice disables eviction. containerfs thresholds are derived
+	// empty slice disables eviction by thresholds (local storage limits
+	// stay, see DisableLocalStorageLimits). containerfs thresholds are derived
 	// from nodefs or imagefs ones according to the filesystem layout.
 	Thresholds []Threshold
 	// Summary provides node and pod statistics; required.
@@ -91,6 +92,12 @@ type Config struct {
 	// the node filesystem; SplitContainerFs when container writable layers
 	// are on the node filesystem while images have their own.
 	DedicatedImageFs, SplitContainerFs bool
+	// DisableLocalStorageLimits turns off the eviction of pods over their
+	// local storage limits (emptyDir sizeLimit, pod and container
+	// ephemeral-storage limits), as the kubelet's
+	// localStorageCapacityIsolation: false. By default such a pod is
+	// evicted at once, whatever the thresholds.
+	DisableLocalStorageLimits bool
 	// PressureTransitionPeriod keeps a pressure condition true this long
 	// after it was last observed; default 5m.
 	PressureTransitionPeriod time.Duration

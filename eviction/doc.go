@@ -68,9 +68,11 @@
 //     threshold with a zero grace period (upstream silently makes it hard)
 //     are rejected. Thresholds carry no Operator field: every signal is
 //     "less than".
-//   - Per-pod local storage limit eviction (emptyDir sizeLimit, ephemeral
-//     storage limits) is not implemented; ranking, messages and conditions
-//     are. Pod-level resources are always honoured (no feature gate).
+//   - A pod over its local storage limits (emptyDir sizeLimit, pod and
+//     container ephemeral-storage limits) is evicted one per pass (upstream
+//     evicts all of them in one), with the kubelet's messages, grace period
+//     and metric labels. Pod-level resources are always honoured (no
+//     feature gate).
 //   - The filesystem layout (DedicatedImageFs, SplitContainerFs) is
 //     configuration, not probed through a DiskInfoProvider.
 //   - Ranking and threshold ordering use stable sorts, so ties are decided

@@ -110,15 +110,16 @@ func (m *Manager) Admit(pod *v1.Pod) AdmitResult {
 }
 
 // Synchronize runs one pass: observe, update conditions and grace
-// tracking, and if a threshold drives eviction, reclaim node-level
-// resources and, failing that, evict the first pod of the ranking. It
+// tracking, evict a pod over its local storage limits if there is one, and
+// if a threshold drives eviction, reclaim node-level resources and,
+// failing that, evict the first pod of the ranking. It
 // returns what it did; an error means the statistics could not be read or
 // the kill failed.
 func (m *Manager) Synchronize(ctx context.Context) (Result, error) {
 	m.pass.Lock()
 	defer m.pass.Unlock()
 	logger := klog.FromContext(ctx)
-	if len(m.cfg.Thresholds) == 0 {
+	if len(m.cfg.Thresholds) == 0 && m.cfg.DisableLocalStorageLimits {
 		return Result{}, nil
 	}
 	pods := m.cfg.ActivePods()
@@ -129,6 +130,11 @@ func (m *Manager) Synchronize(ctx context.Context) (Result, error) {
 	obs := Observe(summary)
 	stats := statsByUID(summary.Pods)
 	res := m.evaluate(obs)
+	if !m.cfg.DisableLocalStorageLimits {
+		if r, evicted, err := m.evictForLocalStorage(ctx, res, pods, stats); evicted {
+			return r, err
+		}
+	}
 	if len(res.Thresholds) == 0 {
 		logger.V(3).Info("Eviction manager: no resources are starved")
 		return res, nil
