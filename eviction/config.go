@@ -50,11 +50,12 @@ func (f SummaryProviderFunc) Get(ctx context.Context) (*statsapi.Summary, error)
 type ActivePodsFunc func() []*v1.Pod
 
 // KillPodFunc stops a pod for eviction: it applies updateStatus to the pod
-// status the host will report (phase Failed, reason Evicted, message, a
-// DisruptionTarget condition), then kills the pod with the given grace
-// period in seconds. It should block until the pod's containers are
-// stopped or ctx is done, and return an error if the kill failed. It is
-// called at most once per pass, from the pass's goroutine.
+// status the host will report (phase Failed, reason Evicted, message and,
+// for a pressure eviction, a DisruptionTarget condition), then kills the
+// pod with the given grace period in seconds. It should block until the
+// pod's containers are stopped or ctx is done, and return an error if the
+// kill failed. It is called at most once per pass, from the pass's
+// goroutine.
 type KillPodFunc func(ctx context.Context, pod *v1.Pod, gracePeriodSeconds int64, updateStatus func(*v1.PodStatus)) error
 
 // PodCleanedUpFunc reports whether all resources of an evicted pod (its
