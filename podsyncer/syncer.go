@@ -300,9 +300,10 @@ func (s *Syncer) plan(pod *v1.Pod, rtp *podRuntime) podplan.Plan {
 				c.Started = true
 			}
 			if s.alloc != nil {
-				if act, ok := s.alloc.Actuated(pod.UID, st.Id); ok && specOf(pod, name) != nil {
-					spec := specOf(pod, name)
-					c.ResizeRestart = resizeNeedsRestart(spec, act, effectiveResources(pod, spec))
+				if act, ok := s.alloc.Actuated(pod.UID, st.Id); ok {
+					if spec := specOf(pod, name); spec != nil {
+						c.ResizeRestart = resizeNeedsRestart(spec, act, effectiveResources(pod, spec))
+					}
 				}
 			}
 		case runtimeapi.ContainerState_CONTAINER_EXITED:
