@@ -130,3 +130,26 @@ func RestartsAllContainers(c *v1.Container, exitCode int32) bool {
 	rule, ok := MatchingRestartRule(c, exitCode)
 	return ok && rule.Action == v1.ContainerRestartRuleActionRestartAllContainers
 }
+
+// ReasonRestartingAllContainers is the reason of the waiting state and the
+// last termination state the kubelet reports for a container a
+// RestartAllContainers reset removed.
+const ReasonRestartingAllContainers = "RestartingAllContainers"
+
+// MayRestartAllContainers reports whether an init or regular container of
+// spec has a restart rule whose action is RestartAllContainers: such a pod
+// may be reset in place (every container removed and started again from
+// the first init container), and its status carries the
+// AllContainersRestarting condition (upstream's AllContainersCouldRestart).
+func MayRestartAllContainers(spec *v1.PodSpec) bool {
+	for _, list := range [][]v1.Container{spec.InitContainers, spec.Containers} {
+		for i := range list {
+			for _, r := range list[i].RestartPolicyRules {
+				if r.Action == v1.ContainerRestartRuleActionRestartAllContainers {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}

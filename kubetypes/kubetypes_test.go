@@ -85,4 +85,8 @@ func TestContainerShouldRestart(t *testing.T) {
 	all := v1.Container{RestartPolicy: never, RestartPolicyRules: []v1.ContainerRestartRule{rule(v1.ContainerRestartRuleActionRestartAllContainers, in(9))}}
 	require.True(t, kubetypes.RestartsAllContainers(&all, 9))
 	require.False(t, kubetypes.RestartsAllContainers(&all, 8))
+	require.True(t, kubetypes.MayRestartAllContainers(&v1.PodSpec{InitContainers: []v1.Container{all}}))
+	require.True(t, kubetypes.MayRestartAllContainers(&v1.PodSpec{Containers: []v1.Container{{}, all}}))
+	restart := v1.Container{RestartPolicy: never, RestartPolicyRules: []v1.ContainerRestartRule{rule(v1.ContainerRestartRuleActionRestart, in(9))}}
+	require.False(t, kubetypes.MayRestartAllContainers(&v1.PodSpec{Containers: []v1.Container{restart}}))
 }

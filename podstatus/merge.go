@@ -16,7 +16,7 @@ import (
 func OwnedByKubelet(t v1.PodConditionType) bool {
 	switch t {
 	case v1.PodScheduled, v1.PodReady, v1.PodInitialized, v1.ContainersReady, v1.PodReadyToStartContainers,
-		v1.PodResizePending, v1.PodResizeInProgress:
+		v1.PodResizePending, v1.PodResizeInProgress, v1.AllContainersRestarting:
 		return true
 	}
 	return false

@@ -1,6 +1,7 @@
 package podsyncer_test
 
 import (
+	"cmp"
 	"context"
 	"os"
 	"path/filepath"
@@ -201,6 +202,11 @@ func (h *harness) instances(pod *v1.Pod, name string) []*runtimeapi.ContainerSta
 		require.NoError(h.t, err)
 		out = append(out, st.Status)
 	}
+	// The simulator's clock may not move between two instances: the
+	// attempt number orders them.
+	slices.SortStableFunc(out, func(a, b *runtimeapi.ContainerStatus) int {
+		return cmp.Or(cmp.Compare(a.Metadata.Attempt, b.Metadata.Attempt), cmp.Compare(a.CreatedAt, b.CreatedAt))
+	})
 	return out
 }
 

@@ -135,15 +135,21 @@ func (w *statusWriter) build(ctx context.Context, pod *v1.Pod, rtp *podRuntime, 
 	for i := range pod.Spec.Containers {
 		appsRan = appsRan || rtp.latest(pod.Spec.Containers[i].Name) != nil
 	}
+	restarting := restartingAll(pod, rtp, old)
 	for i := range pod.Spec.InitContainers {
-		s.InitContainerStatuses = append(s.InitContainerStatuses, w.containerStatus(pod, &pod.Spec.InitContainers[i], rtp, "PodInitializing", terminal))
+		c := &pod.Spec.InitContainers[i]
+		s.InitContainerStatuses = append(s.InitContainerStatuses,
+			w.containerStatus(pod, c, rtp, "PodInitializing", terminal, findStatus(old.InitContainerStatuses, c.Name), restarting))
 	}
 	for i := range pod.Spec.Containers {
-		s.ContainerStatuses = append(s.ContainerStatuses, w.containerStatus(pod, &pod.Spec.Containers[i], rtp, "ContainerCreating", terminal))
+		c := &pod.Spec.Containers[i]
+		s.ContainerStatuses = append(s.ContainerStatuses,
+			w.containerStatus(pod, c, rtp, "ContainerCreating", terminal, findStatus(old.ContainerStatuses, c.Name), restarting))
 	}
 	for i := range pod.Spec.EphemeralContainers {
 		c := (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
-		s.EphemeralContainerStatuses = append(s.EphemeralContainerStatuses, w.containerStatus(pod, c, rtp, "ContainerCreating", terminal))
+		s.EphemeralContainerStatuses = append(s.EphemeralContainerStatuses,
+			w.containerStatus(pod, c, rtp, "ContainerCreating", terminal, findStatus(old.EphemeralContainerStatuses, c.Name), false))
 	}
 	if w.probes != nil {
 		w.probes.UpdatePodStatus(ctx, pod, &s)
@@ -177,14 +183,17 @@ func (w *statusWriter) build(ctx context.Context, pod *v1.Pod, rtp *podRuntime, 
 			}
 		}
 	}
-	s.Phase = podPhase(pod, &s, initialized, terminal)
+	s.Phase = podPhase(pod, &s, appsRan, terminal)
 	s.ObservedGeneration = pod.Generation
-	var resize []v1.PodCondition
+	var extra []v1.PodCondition
+	if kubetypes.MayRestartAllContainers(&pod.Spec) {
+		extra = append(extra, restartingCondition(pod, rtp, s.Phase, restarting))
+	}
 	if w.alloc != nil {
-		resize = w.alloc.Conditions(pod.UID)
+		extra = append(extra, w.alloc.Conditions(pod.UID)...)
 		s.AllocatedResources, s.Resources = w.podResources(pod)
 	}
-	s.Conditions = podConditions(pod, &s, old, now, rtp.readySandbox() != nil, initialized, incomplete, resize...)
+	s.Conditions = podConditions(pod, &s, old, now, rtp.readySandbox() != nil, initialized, incomplete, extra...)
 	limitTerminationMessages(pod, &s)
 	return s
 }
@@ -234,12 +243,16 @@ func limitTerminationMessages(pod *v1.Pod, s *v1.PodStatus) {
 // podConditions are the conditions the kubelet owns, with its reasons and
 // messages, followed by every other condition of the pod as found (set by
 // others: readiness gates, DisruptionTarget, ...).
-// resize are the pod's resize conditions, which replace any it had.
-func podConditions(pod *v1.Pod, s, old *v1.PodStatus, now metav1.Time, sandboxReady, initialized bool, incomplete []string, resize ...v1.PodCondition) []v1.PodCondition {
+// extra are the pod's AllContainersRestarting and resize conditions, which
+// replace any it had.
+func podConditions(pod *v1.Pod, s, old *v1.PodStatus, now metav1.Time, sandboxReady, initialized bool, incomplete []string, extra ...v1.PodCondition) []v1.PodCondition {
 	initCond := v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue}
 	switch {
 	case s.Phase == v1.PodSucceeded:
 		initCond.Reason = "PodCompleted"
+	case !initialized && wasInitialized(old):
+		// A pod, once initialized, stays so while its init containers
+		// run again (a RestartAllContainers reset, a new sandbox).
 	case !initialized:
 		initCond.Status, initCond.Reason = v1.ConditionFalse, "ContainersNotInitialized"
 		initCond.Message = fmt.Sprintf("containers with incomplete status: %v", incomplete)
@@ -264,7 +277,7 @@ func podConditions(pod *v1.Pod, s, old *v1.PodStatus, now metav1.Time, sandboxRe
 	for i := range out {
 		out[i].ObservedGeneration = pod.Generation
 	}
-	out = append(out, conditions(old, now, resize...)...)
+	out = append(out, conditions(old, now, extra...)...)
 	disruption := false
 	for _, c := range pod.Status.Conditions {
 		if !podstatus.OwnedByKubelet(c.Type) {
@@ -279,6 +292,76 @@ func podConditions(pod *v1.Pod, s, old *v1.PodStatus, now metav1.Time, sandboxRe
 		}
 	}
 	return out
+}
+
+func wasInitialized(old *v1.PodStatus) bool {
+	for _, c := range old.Conditions {
+		if c.Type == v1.PodInitialized {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// restartingAll reports whether the pod is being reset by a
+// RestartAllContainers rule: the newest instance of an init or regular
+// container exited, or the status last reported one terminated, with a
+// code such a rule of the container matches (upstream's
+// ShouldAllContainersRestart).
+func restartingAll(pod *v1.Pod, rtp *podRuntime, old *v1.PodStatus) bool {
+	if !kubetypes.MayRestartAllContainers(&pod.Spec) {
+		return false
+	}
+	for _, group := range []struct {
+		spec []v1.Container
+		old  []v1.ContainerStatus
+	}{{pod.Spec.InitContainers, old.InitContainerStatuses}, {pod.Spec.Containers, old.ContainerStatuses}} {
+		for i := range group.spec {
+			c := &group.spec[i]
+			if st := rtp.latest(c.Name); st != nil && st.State == runtimeapi.ContainerState_CONTAINER_EXITED &&
+				kubetypes.RestartsAllContainers(c, st.ExitCode) {
+				return true
+			}
+			if cs := findStatus(group.old, c.Name); cs != nil && cs.State.Terminated != nil &&
+				kubetypes.RestartsAllContainers(c, cs.State.Terminated.ExitCode) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// restartingCondition is the AllContainersRestarting condition of a pod
+// that may be reset: True from the exit that triggers a reset until every
+// init and regular container is gone from the runtime.
+func restartingCondition(pod *v1.Pod, rtp *podRuntime, phase v1.PodPhase, restarting bool) v1.PodCondition {
+	c := v1.PodCondition{Type: v1.AllContainersRestarting, Status: v1.ConditionFalse}
+	if phase == v1.PodFailed {
+		c.Reason = "PodFailed"
+		return c
+	}
+	if !restarting {
+		return c
+	}
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			if rtp.latest(list[i].Name) != nil || rtp.previous(list[i].Name) != nil {
+				c.Status, c.Reason, c.Message = v1.ConditionTrue, "RestartAllContainersStarted", "container exited with restart policy rule"
+				return c
+			}
+		}
+	}
+	return c
+}
+
+// findStatus is the status of the named container in cs, nil if none.
+func findStatus(cs []v1.ContainerStatus, name string) *v1.ContainerStatus {
+	for i := range cs {
+		if cs[i].Name == name {
+			return &cs[i]
+		}
+	}
+	return nil
 }
 
 func condition(t v1.PodConditionType, ok bool, reason string) v1.PodCondition {
@@ -303,7 +386,13 @@ func conditions(old *v1.PodStatus, now metav1.Time, cs ...v1.PodCondition) []v1.
 	return cs
 }
 
-func (w *statusWriter) containerStatus(pod *v1.Pod, c *v1.Container, rtp *podRuntime, waitReason string, terminal bool) v1.ContainerStatus {
+// containerStatus is the status of container c from its instances in the
+// runtime and old, the status last reported for it (nil if none), which
+// carries its restart count and last termination across instances the
+// runtime no longer holds, as the kubelet's since v1.36
+// (RestartAllContainersOnContainerExits). restarting: the pod is being
+// reset (restartingAll).
+func (w *statusWriter) containerStatus(pod *v1.Pod, c *v1.Container, rtp *podRuntime, waitReason string, terminal bool, old *v1.ContainerStatus, restarting bool) v1.ContainerStatus {
 	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image, State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: waitReason}}}
 	failed, hasFailed := w.startError(pod.UID, c.Name)
 	if hasFailed {
@@ -323,6 +412,21 @@ func (w *statusWriter) containerStatus(pod *v1.Pod, c *v1.Container, rtp *podRun
 		}
 	}
 	if st == nil {
+		switch {
+		case old == nil:
+		case restarting && old.State.Waiting == nil:
+			// Removed by the pod's reset: it will run again.
+			const msg = "The container is removed because RestartAllContainers in place"
+			cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: kubetypes.ReasonRestartingAllContainers, Message: msg}}
+			cs.LastTerminationState = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+				Reason: kubetypes.ReasonRestartingAllContainers, Message: msg, ExitCode: 137}}
+			cs.RestartCount = old.RestartCount + 1
+		case old.State.Terminated != nil:
+			// It ran and ended; the runtime no longer holds it.
+			return *old.DeepCopy()
+		default:
+			cs.RestartCount, cs.LastTerminationState = old.RestartCount, *old.LastTerminationState.DeepCopy()
+		}
 		return cs
 	}
 	cs.ContainerID = w.runtimeName + "://" + st.Id
@@ -330,19 +434,37 @@ func (w *statusWriter) containerStatus(pod *v1.Pod, c *v1.Container, rtp *podRun
 	if u := st.GetUser().GetLinux(); u != nil {
 		cs.User = &v1.ContainerUser{Linux: &v1.LinuxContainerUser{UID: u.Uid, GID: u.Gid, SupplementalGroups: u.SupplementalGroups}}
 	}
-	cs.RestartCount = int32(st.GetMetadata().GetAttempt())
-	if prev := rtp.previous(c.Name); prev != nil && prev.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+	attempt := int32(st.GetMetadata().GetAttempt())
+	cs.RestartCount = attempt
+	if old != nil {
+		cs.RestartCount = max(attempt, old.RestartCount)
+	}
+	switch prev := rtp.previous(c.Name); {
+	case prev != nil && prev.State == runtimeapi.ContainerState_CONTAINER_EXITED:
 		cs.LastTerminationState = v1.ContainerState{Terminated: terminated(c, prev, w.runtimeName)}
+	case old == nil:
+	case old.ContainerID != cs.ContainerID && old.State.Terminated != nil:
+		// The instance before this one, removed from the runtime.
+		cs.LastTerminationState = v1.ContainerState{Terminated: old.State.Terminated.DeepCopy()}
+	case old.LastTerminationState.Terminated != nil:
+		cs.LastTerminationState = v1.ContainerState{Terminated: old.LastTerminationState.Terminated.DeepCopy()}
 	}
 	switch st.State {
 	case runtimeapi.ContainerState_CONTAINER_RUNNING:
 		cs.State = v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(time.Unix(0, st.StartedAt))}}
 		started := true
 		cs.Started = &started
+		if old != nil && old.State.Terminated != nil && old.RestartCount >= attempt {
+			// A restart of a terminated instance the runtime no longer
+			// holds, which its attempt number does not count.
+			cs.RestartCount = old.RestartCount + 1
+		}
 	case runtimeapi.ContainerState_CONTAINER_EXITED:
 		t := terminated(c, st, w.runtimeName)
 		cs.State = v1.ContainerState{Terminated: t}
-		if !terminal && restartsAfter(pod, c, st.ExitCode) {
+		// A pod being reset starts its containers over at once, without
+		// their back-off.
+		if !terminal && !restarting && restartsAfter(pod, c, st.ExitCode) {
 			if hasFailed {
 				cs.LastTerminationState = v1.ContainerState{Terminated: t}
 				cs.State = v1.ContainerState{Waiting: &failed}
@@ -369,15 +491,19 @@ func terminated(c *v1.Container, st *runtimeapi.ContainerStatus, runtimeName str
 		ContainerID: runtimeName + "://" + st.Id}
 }
 
-// podPhase follows the kubelet (getPhase with ContainerRestartRules on,
-// its v1.36 default): Pending while initialising or a container waits for
-// its first start; Running while one runs or one that stopped will be
-// restarted (by its restart rules, its own restart policy or the pod's);
-// then Succeeded if every container exited 0, else Failed — or, once the
-// pod's containers were stopped for good (terminal), by their exit codes
-// whatever the policies (static pods excepted, as upstream). A failed init
-// container that will not be restarted fails the pod.
-func podPhase(pod *v1.Pod, s *v1.PodStatus, initialized, terminal bool) v1.PodPhase {
+// podPhase follows the kubelet (getPhase with ContainerRestartRules and
+// RestartAllContainersOnContainerExits on, their v1.36 defaults): Pending
+// while a regular init container has not finished (running, or waiting
+// without having run), while a sidecar has not started before any regular
+// container ran (appsRan), or while a container waits for its first start;
+// Running while one runs or one that stopped will be restarted (by its
+// restart rules, its own restart policy or the pod's, or because a
+// RestartAllContainers reset removed it); then Succeeded if every
+// container exited 0, else Failed — or, once the pod's containers were
+// stopped for good (terminal), by their exit codes whatever the policies
+// (static pods excepted, as upstream). A failed init container that will
+// not be restarted fails the pod.
+func podPhase(pod *v1.Pod, s *v1.PodStatus, appsRan, terminal bool) v1.PodPhase {
 	lastExit := func(cs *v1.ContainerStatus) *v1.ContainerStateTerminated {
 		if t := cs.State.Terminated; t != nil {
 			return t
@@ -387,17 +513,29 @@ func podPhase(pod *v1.Pod, s *v1.PodStatus, initialized, terminal bool) v1.PodPh
 		}
 		return nil
 	}
+	restarts := func(c *v1.Container, t *v1.ContainerStateTerminated) bool {
+		return c != nil && (kubetypes.ContainerShouldRestart(c, &pod.Spec, t.ExitCode) || t.Reason == kubetypes.ReasonRestartingAllContainers)
+	}
+	pendingInit := false
 	for i := range s.InitContainerStatuses {
 		cs := &s.InitContainerStatuses[i]
 		c := specContainer(pod.Spec.InitContainers, cs.Name)
-		if c == nil || kubetypes.IsSidecar(c) {
+		if c != nil && kubetypes.IsSidecar(c) {
+			started := cs.Started != nil && *cs.Started
+			waitsFirst := cs.State.Waiting != nil && cs.LastTerminationState.Terminated == nil
+			pendingInit = pendingInit || !appsRan && (cs.State.Running != nil && !started || waitsFirst)
 			continue
 		}
-		if t := lastExit(cs); t != nil && t.ExitCode != 0 && !kubetypes.ContainerShouldRestart(c, &pod.Spec, t.ExitCode) {
+		t := lastExit(cs)
+		if t == nil {
+			pendingInit = true // running, or waiting for its first start
+			continue
+		}
+		if t.ExitCode != 0 && !restarts(c, t) {
 			return v1.PodFailed
 		}
 	}
-	if !initialized {
+	if pendingInit {
 		return v1.PodPending
 	}
 	var waiting, running, stopped, succeeded, final int
@@ -411,7 +549,7 @@ func podPhase(pod *v1.Pod, s *v1.PodStatus, initialized, terminal bool) v1.PodPh
 			if cs.State.Terminated != nil && t.ExitCode == 0 {
 				succeeded++
 			}
-			if c := specContainer(pod.Spec.Containers, cs.Name); c == nil || !kubetypes.ContainerShouldRestart(c, &pod.Spec, t.ExitCode) {
+			if !restarts(specContainer(pod.Spec.Containers, cs.Name), t) {
 				final++
 			}
 		default:

@@ -94,12 +94,3 @@ func TestPodPhaseWithContainerRestartPolicies(t *testing.T) {
 		})
 	}
 }
-
-func TestUnsupported(t *testing.T) {
-	never := v1.ContainerRestartPolicyNever
-	pod := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "a", RestartPolicy: &never,
-		RestartPolicyRules: []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart}}}}}}
-	assert.Empty(t, Unsupported(pod))
-	pod.Spec.Containers[0].RestartPolicyRules[0].Action = v1.ContainerRestartRuleActionRestartAllContainers
-	assert.Contains(t, Unsupported(pod), `container "a": the restart rule action RestartAllContainers is not supported`)
-}

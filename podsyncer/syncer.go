@@ -233,12 +233,30 @@ func (s *Syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v
 	if err := s.prepareResize(ctx, pod); err != nil {
 		klog.FromContext(ctx).Error(err, "Prepare the pod cgroup for a resize", "pod", klog.KObj(pod))
 	}
+	if len(plan.Reset) > 0 {
+		// The status records the exit that resets the pod while its
+		// instances are still there to read it from.
+		s.status.write(ctx, pod, rtp, nil, false)
+	}
 	syncErr := s.execute(ctx, pod, rtp, plan)
 	if plan.Acts() {
 		// Read back what the plan did; a pod left alone (every periodic
 		// sync of a running pod) keeps the state the PLEG cache gave.
 		if rtp, err = s.runtimeState(ctx, pod.UID, true); err != nil {
 			return false, err
+		}
+	}
+	if len(plan.Reset) > 0 && syncErr == nil {
+		// Every container is gone: the status says so (each waits with
+		// reason RestartingAllContainers), then the pod starts over at
+		// once, as the kubelet syncs it again right after a reset.
+		s.status.write(ctx, pod, rtp, nil, false)
+		plan = s.plan(pod, rtp)
+		syncErr = s.execute(ctx, pod, rtp, plan)
+		if plan.Acts() {
+			if rtp, err = s.runtimeState(ctx, pod.UID, true); err != nil {
+				return false, err
+			}
 		}
 	}
 	s.actuateResize(ctx, pod, rtp)
@@ -283,17 +301,22 @@ func (s *Syncer) pastDeadline(pod *v1.Pod) bool {
 func (s *Syncer) plan(pod *v1.Pod, rtp *podRuntime) podplan.Plan {
 	in := podplan.Input{Pod: pod, Sandboxes: len(rtp.sandboxes), SandboxReady: rtp.readySandbox() != nil,
 		Containers: map[string]podplan.Container{}, Hash: containerHash}
+	earlier := func(st *runtimeapi.ContainerStatus) {
+		if in.Earlier == nil {
+			in.Earlier = map[string][]podplan.Container{}
+		}
+		name := st.GetMetadata().GetName()
+		in.Earlier[name] = append(in.Earlier[name], podplan.Container{ID: st.Id, State: planState(st.State), ExitCode: st.ExitCode})
+	}
 	for _, st := range rtp.containers {
 		name := st.GetMetadata().GetName()
 		if _, ok := in.Containers[name]; ok {
-			continue // an older instance
+			earlier(st)
+			continue
 		}
-		c := podplan.Container{ID: st.Id, ExitCode: st.ExitCode, Hash: st.Annotations[annotationHash]}
-		switch st.State {
-		case runtimeapi.ContainerState_CONTAINER_CREATED:
-			c.State = podplan.Created
-		case runtimeapi.ContainerState_CONTAINER_RUNNING:
-			c.State = podplan.Running
+		c := podplan.Container{ID: st.Id, State: planState(st.State), ExitCode: st.ExitCode, Hash: st.Annotations[annotationHash]}
+		switch c.State {
+		case podplan.Running:
 			if s.probes != nil {
 				c.Started, c.LivenessFailed, c.StartupFailed = s.probes.ContainerState(pod, name, st.Id)
 			} else {
@@ -306,14 +329,25 @@ func (s *Syncer) plan(pod *v1.Pod, rtp *podRuntime) podplan.Plan {
 					}
 				}
 			}
-		case runtimeapi.ContainerState_CONTAINER_EXITED:
-			c.State = podplan.Exited
-		default:
-			c.State = podplan.Unknown
 		}
 		in.Containers[name] = c
 	}
+	for _, st := range rtp.older {
+		earlier(st)
+	}
 	return podplan.Compute(in)
+}
+
+func planState(st runtimeapi.ContainerState) podplan.State {
+	switch st {
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		return podplan.Created
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return podplan.Running
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		return podplan.Exited
+	}
+	return podplan.Unknown
 }
 
 // execute kills and starts containers as the plan says. Starting stops at
@@ -323,6 +357,19 @@ func (s *Syncer) execute(ctx context.Context, pod *v1.Pod, rtp *podRuntime, plan
 	sb := rtp.readySandbox()
 	if sb == nil {
 		return nil
+	}
+	for _, r := range plan.Reset {
+		c := specOf(pod, r.Name)
+		if r.Kill {
+			klog.FromContext(ctx).V(3).Info("Killing container before the pod restarts all its containers", "pod", klog.KObj(pod), "container", r.Name, "containerID", r.ID)
+			s.containerEvent(pod, c, v1.EventTypeNormal, "Killing", "Stopping container %s: the pod restarts all its containers", r.Name)
+			if err := s.killContainer(ctx, pod, c, r.ID, 0); err != nil {
+				return fmt.Errorf("stop container %s before the pod restarts all its containers: %w", r.Name, err)
+			}
+		}
+		if err := s.rt.RemoveContainer(ctx, r.ID); err != nil {
+			return fmt.Errorf("remove container %s before the pod restarts all its containers: %w", r.Name, err)
+		}
 	}
 	killed := map[string]bool{}
 	for _, k := range plan.Kill {

@@ -1980,3 +1980,108 @@ func TestSyncPodSecurityContext(t *testing.T) {
 	assert.Equal(t, runtimeapi.SecurityProfile_RuntimeDefault, sc.Apparmor.ProfileType)
 	assert.Equal(t, runtimeapi.NamespaceMode_POD, sc.NamespaceOptions.Pid, "shareProcessNamespace")
 }
+
+// A container exiting with a code its RestartAllContainers rule matches
+// resets the pod in place: every container is removed (the running ones
+// killed without grace) and the pod starts over from its first init
+// container in the same sandbox; restart counts and last terminations
+// carry over in the status, as the kubelet's.
+func TestSyncPodRestartAllContainers(t *testing.T) {
+	h := newHarness(t)
+	src := ctr("src", appV1)
+	src.RestartPolicy = ptr.To(v1.ContainerRestartPolicyNever)
+	src.RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestartAllContainers,
+		ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+	pod := newPod("reset", src, ctr("app", appV1))
+	pod.Spec.RestartPolicy = v1.RestartPolicyNever
+	pod.Spec.InitContainers = []v1.Container{ctr("init", initImg), sidecar("proxy", sideImg)}
+
+	h.mustSync(pod)
+	h.exit(pod, "init", 0)
+	h.mustSync(pod)
+	h.mustSync(pod)
+	require.Equal(t, running, h.latest(pod, "src").State)
+	require.Equal(t, running, h.latest(pod, "app").State)
+	st := h.podStatus(pod)
+	require.Equal(t, v1.PodRunning, st.Phase)
+	assert.Equal(t, v1.ConditionFalse, podCondition(t, st, v1.AllContainersRestarting).Status)
+	sandbox := h.sandboxes(pod)[0].Id
+	h.takeEvents()
+
+	h.exit(pod, "src", 42)
+	stops := len(h.calls.stopCalls())
+
+	done := h.mustSync(pod)
+	assert.False(t, done)
+	// Killed without grace: the app, then the sidecar; init and src had exited.
+	var killed []int64
+	for _, c := range h.calls.stopCalls()[stops:] {
+		killed = append(killed, c.timeout)
+	}
+	assert.Equal(t, []int64{0, 0}, killed)
+	assert.True(t, hasEvent(h.takeEvents(), "Killing", "the pod restarts all its containers"))
+	// Everything was removed; the pod started over in the same sandbox.
+	assert.Len(t, h.sandboxes(pod), 1)
+	assert.Equal(t, sandbox, h.sandboxes(pod)[0].Id)
+	require.Len(t, h.instances(pod, "init"), 1)
+	assert.Equal(t, running, h.latest(pod, "init").State)
+	assert.Empty(t, h.instances(pod, "proxy"))
+	assert.Empty(t, h.instances(pod, "src"))
+	assert.Empty(t, h.instances(pod, "app"))
+	st = h.podStatus(pod)
+	assert.Equal(t, v1.PodPending, st.Phase, "initializing again")
+	assert.Equal(t, v1.ConditionTrue, podCondition(t, st, v1.PodInitialized).Status, "once initialized, stays so")
+	assert.Equal(t, v1.ConditionFalse, podCondition(t, st, v1.AllContainersRestarting).Status, "the reset is done")
+	for _, name := range []string{"init", "proxy", "src", "app"} {
+		cs := containerStatus(t, st, name)
+		assert.Equal(t, int32(1), cs.RestartCount, name)
+		require.NotNil(t, cs.LastTerminationState.Terminated, name)
+		assert.Equal(t, "RestartingAllContainers", cs.LastTerminationState.Terminated.Reason, name)
+		assert.Equal(t, int32(137), cs.LastTerminationState.Terminated.ExitCode, name)
+	}
+	assert.NotNil(t, containerStatus(t, st, "init").State.Running)
+	assert.Equal(t, "PodInitializing", waitingReason(t, st, "app"))
+
+	h.exit(pod, "init", 0)
+	h.mustSync(pod)
+	h.mustSync(pod)
+	st = h.podStatus(pod)
+	assert.Equal(t, v1.PodRunning, st.Phase)
+	for _, name := range []string{"proxy", "src", "app"} {
+		cs := containerStatus(t, st, name)
+		assert.NotNil(t, cs.State.Running, name)
+		assert.Equal(t, int32(1), cs.RestartCount, name)
+		assert.NotNil(t, cs.LastTerminationState.Terminated, name)
+	}
+	cs := containerStatus(t, st, "init")
+	assert.Equal(t, int32(1), cs.RestartCount)
+	assert.Equal(t, int32(0), cs.State.Terminated.ExitCode)
+}
+
+// The exit that resets the pod may come while the container's crash
+// back-off from an earlier restart lasts: the reset goes ahead at once and
+// every container counts the restart.
+func TestSyncPodRestartAllContainersDuringBackOff(t *testing.T) {
+	h := newHarness(t)
+	src := ctr("src", appV1)
+	src.RestartPolicy = ptr.To(v1.ContainerRestartPolicyAlways)
+	src.RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestartAllContainers,
+		ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+	pod := newPod("reset-backoff", src, ctr("app", appV1))
+	h.mustSync(pod)
+	h.exit(pod, "src", 1)
+	h.mustSync(pod) // restarted at once; the next restart would wait 10s
+	h.exit(pod, "src", 42)
+	h.mustSync(pod)
+	require.Len(t, h.instances(pod, "src"), 1)
+	assert.Equal(t, running, h.latest(pod, "src").State)
+	st := h.podStatus(pod)
+	assert.Equal(t, int32(2), containerStatus(t, st, "src").RestartCount)
+	assert.Equal(t, int32(1), containerStatus(t, st, "app").RestartCount)
+	for _, name := range []string{"src", "app"} {
+		cs := containerStatus(t, st, name)
+		assert.NotNil(t, cs.State.Running, name)
+		require.NotNil(t, cs.LastTerminationState.Terminated, name)
+		assert.Equal(t, "RestartingAllContainers", cs.LastTerminationState.Terminated.Reason, name)
+	}
+}

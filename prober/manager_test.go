@@ -190,6 +190,27 @@ func TestContainerStates(t *testing.T) {
 		require.Equal(t, "L=none R=none S=none", e.results(cid))
 		require.Zero(t, e.runner.count("live")+e.runner.count("ready"))
 	})
+	t.Run("killed by a RestartAllContainers reset: keeps going", func(t *testing.T) {
+		e := newEnv(t)
+		pod := testPod("p", execProbe("live"), nil, nil)
+		pod.Spec.RestartPolicy = v1.RestartPolicyNever
+		never := v1.ContainerRestartPolicyNever
+		pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: "src", RestartPolicy: &never,
+			RestartPolicyRules: []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestartAllContainers,
+				ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}})
+		require.NoError(t, e.m.AddPod(pod))
+		st := runningStatus(cid, epoch)
+		st.ContainerStatuses[0].State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 137}}
+		st.ContainerStatuses = append(st.ContainerStatuses, v1.ContainerStatus{Name: "src", ContainerID: "crisim://s1",
+			State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 42}}})
+		e.m.UpdatePodStatus(e.ctx, pod, st)
+		e.step(0)
+		require.Equal(t, 1, e.m.Probes(), "the pod starts over: its containers run again")
+		st.ContainerStatuses[1].State.Terminated.ExitCode = 1
+		e.m.UpdatePodStatus(e.ctx, pod, st)
+		e.step(10 * time.Second)
+		require.Zero(t, e.m.Probes(), "no reset: restartPolicy Never stops it")
+	})
 	t.Run("pod finished", func(t *testing.T) {
 		e := newEnv(t)
 		pod := testPod("p", execProbe("live"), nil, nil)

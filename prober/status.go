@@ -17,6 +17,9 @@ type podStatus struct {
 	ip         string
 	deleting   bool
 	containers []containerState // regular containers, then init containers
+	// restartingAll: a container terminated with an exit code one of its
+	// RestartAllContainers rules matches; every container will run again.
+	restartingAll bool
 }
 
 // containerState is what a worker needs of a container's status.
@@ -164,6 +167,7 @@ func snapshot(pod *v1.Pod, status *v1.PodStatus) *podStatus {
 		containers: make([]containerState, 0, len(status.ContainerStatuses)+len(status.InitContainerStatuses)),
 	}
 	add := func(cs []v1.ContainerStatus, init bool) {
+		var spec *v1.Container
 		for i := range cs {
 			c := &cs[i]
 			st := containerState{name: c.Name, id: c.ContainerID, init: init, started: c.Started != nil && *c.Started}
@@ -172,6 +176,12 @@ func snapshot(pod *v1.Pod, status *v1.PodStatus) *podStatus {
 			}
 			if t := c.State.Terminated; t != nil {
 				st.terminated, st.exitCode = true, t.ExitCode
+				if init {
+					spec = containerSpec(pod.Spec.InitContainers, c.Name)
+				} else {
+					spec = containerSpec(pod.Spec.Containers, c.Name)
+				}
+				s.restartingAll = s.restartingAll || spec != nil && kubetypes.RestartsAllContainers(spec, t.ExitCode)
 			}
 			s.containers = append(s.containers, st)
 		}

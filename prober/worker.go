@@ -107,7 +107,7 @@ func (w *worker) doProbe(ctx context.Context, now time.Time) bool {
 		if !c.terminated {
 			return true
 		}
-		return w.init || kubetypes.ContainerShouldRestart(w.container, &w.pod.Spec, c.exitCode)
+		return w.init || status.restartingAll || kubetypes.ContainerShouldRestart(w.container, &w.pod.Spec, c.exitCode)
 	}
 	if status.deleting && (t == Liveness || t == Startup) {
 		w.set(Success) // a quiet shutdown

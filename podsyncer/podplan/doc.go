@@ -21,6 +21,12 @@
 //     changed, or whose liveness or startup probe failed, is killed and
 //     (unless the policy is Never) started again.
 //   - Ephemeral containers are started once and never restarted.
+//   - A container whose exit code matches one of its restart rules with
+//     the action RestartAllContainers resets the pod in place: every
+//     instance of every init and regular container is removed (running
+//     ones stopped without grace), regular containers first and the
+//     instances that triggered it last, and the pod starts over from
+//     its first init container in the same sandbox.
 //   - A pod whose restart policy is not Always is done when every app
 //     container has exited for good, or when an init container failed
 //     with restartPolicy Never; sidecars do not keep it alive.

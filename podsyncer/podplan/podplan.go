@@ -47,6 +47,10 @@ type Input struct {
 	// Containers holds the newest instance per container name in the
 	// newest sandbox: init, app and ephemeral containers.
 	Containers map[string]Container
+	// Earlier holds, per container name, the instances older than the
+	// one in Containers (this sandbox's and earlier sandboxes'), which a
+	// RestartAllContainers reset removes too.
+	Earlier map[string][]Container
 	// Hash returns the spec hash of a container, compared with
 	// Container.Hash to restart containers whose spec changed. Nil
 	// disables the comparison.
@@ -80,16 +84,33 @@ type Kill struct {
 	Reason string
 }
 
+// Reset is a container instance a RestartAllContainers reset removes.
+type Reset struct {
+	Name, ID string
+	Kind     Kind
+	// Kill: the instance has not exited; it is stopped without a grace
+	// period (and without its preStop hook) before it is removed.
+	Kill bool
+}
+
 // Plan is what to do, in order: kill the pod's sandbox and containers
-// (KillPod), create a sandbox, kill single containers, start containers.
+// (KillPod), create a sandbox, reset the pod, kill single containers,
+// start containers.
 type Plan struct {
 	// KillPod: stop every container and the sandbox first.
 	KillPod bool
 	// CreateSandbox with attempt Attempt (the number of earlier ones).
 	CreateSandbox bool
 	Attempt       uint32
-	Kill          []Kill
-	Start         []Start
+	// Reset: a container exited with a code its RestartAllContainers
+	// rule matches. Every instance of every init and regular container
+	// is removed, in this order (regular containers, then init
+	// containers; the instances that triggered the reset last); the
+	// next Plan then starts the pod over from its first init container.
+	// A Plan with a Reset has nothing else.
+	Reset []Reset
+	Kill  []Kill
+	Start []Start
 	// Done: the pod has finished for good (restart policy not Always);
 	// Failed tells its phase is Failed rather than Succeeded.
 	Done, Failed bool
@@ -102,7 +123,7 @@ type Plan struct {
 // whose Plan does not act is as the runtime last reported it, so there is
 // nothing new to read back after it.
 func (p Plan) Acts() bool {
-	return p.KillPod || p.CreateSandbox || len(p.Kill) > 0 || len(p.Start) > 0
+	return p.KillPod || p.CreateSandbox || len(p.Reset) > 0 || len(p.Kill) > 0 || len(p.Start) > 0
 }
 
 // Compute returns the Plan for in.
@@ -110,6 +131,9 @@ func Compute(in Input) Plan {
 	pod := in.Pod
 	if !in.SandboxReady {
 		return sandboxPlan(in)
+	}
+	if reset := resetActions(in); len(reset) > 0 {
+		return Plan{Reset: reset}
 	}
 	var p Plan
 	for i := range pod.Spec.EphemeralContainers {
@@ -155,6 +179,53 @@ func allSucceeded(in Input) bool {
 		}
 	}
 	return true
+}
+
+// resetActions is the RestartAllContainers reset of the pod when the
+// newest instance of one of its init or regular containers exited with a
+// code a RestartAllContainers rule of that container matches; nil
+// otherwise. Ephemeral containers are left as they are.
+func resetActions(in Input) []Reset {
+	spec := &in.Pod.Spec
+	triggered := false
+	for _, list := range [][]v1.Container{spec.InitContainers, spec.Containers} {
+		for i := range list {
+			st, ok := in.Containers[list[i].Name]
+			triggered = triggered || ok && st.State == Exited && kubetypes.RestartsAllContainers(&list[i], st.ExitCode)
+		}
+	}
+	if !triggered {
+		return nil
+	}
+	var targets, sources []Reset
+	add := func(list []v1.Container, kind func(*v1.Container) Kind) (tgt, src []Reset) {
+		for i := range list {
+			c := &list[i]
+			instances := in.Earlier[c.Name]
+			if st, ok := in.Containers[c.Name]; ok {
+				instances = append([]Container{st}, instances...)
+			}
+			for _, st := range instances {
+				r := Reset{Name: c.Name, ID: st.ID, Kind: kind(c), Kill: st.State != Exited}
+				if st.State == Exited && kubetypes.RestartsAllContainers(c, st.ExitCode) {
+					src = append(src, r)
+				} else {
+					tgt = append(tgt, r)
+				}
+			}
+		}
+		return tgt, src
+	}
+	appTargets, appSources := add(spec.Containers, func(*v1.Container) Kind { return App })
+	initTargets, initSources := add(spec.InitContainers, func(c *v1.Container) Kind {
+		if kubetypes.IsSidecar(c) {
+			return Sidecar
+		}
+		return Init
+	})
+	targets = append(appTargets, initTargets...)
+	sources = append(appSources, initSources...)
+	return append(targets, sources...)
 }
 
 // initActions walks the init containers in order and adds what they need;

@@ -249,3 +249,41 @@ func TestEphemeralStartedOnce(t *testing.T) {
 	in.Containers["debug"] = exited("2", 1)
 	assert.Empty(t, summary(Compute(in)), "never restarted")
 }
+
+func TestResetAllContainers(t *testing.T) {
+	restartAll := []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestartAllContainers,
+		ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+	never := ptr.To(v1.ContainerRestartPolicyNever)
+	pod := testPod(v1.RestartPolicyNever, []v1.Container{initC("init"), sidecar("side", false)}, "src", "app")
+	pod.Spec.Containers[0].RestartPolicy, pod.Spec.Containers[0].RestartPolicyRules = never, restartAll
+	pod.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debug"}}}
+	in := Input{Pod: pod, Sandboxes: 1, SandboxReady: true, Containers: map[string]Container{
+		"init": exited("i1", 0), "side": running("s1"), "src": exited("c2", 42), "app": running("a1"), "debug": running("d1"),
+	}, Earlier: map[string][]Container{"src": {exited("c1", 1)}}}
+	p := Compute(in)
+	var got []string
+	for _, r := range p.Reset {
+		got = append(got, r.Name+"/"+r.ID+map[bool]string{true: " kill", false: ""}[r.Kill])
+	}
+	// Regular targets, init targets, then the sources; ephemeral untouched.
+	assert.Equal(t, []string{"src/c1", "app/a1 kill", "init/i1", "side/s1 kill", "src/c2"}, got)
+	assert.Empty(t, p.Start)
+	assert.Empty(t, p.Kill)
+	assert.True(t, p.Acts())
+	assert.Equal(t, Sidecar, p.Reset[3].Kind)
+
+	// Another exit code: the container's own policy (Never) decides.
+	in.Containers["src"] = exited("c2", 1)
+	assert.Empty(t, Compute(in).Reset)
+
+	// After the reset the pod starts over from its first init container.
+	in.Containers, in.Earlier = map[string]Container{"debug": running("d1")}, nil
+	assert.Equal(t, []string{"start init"}, summary(Compute(in)))
+
+	// A sidecar's exit triggers it as well.
+	pod.Spec.InitContainers[1].RestartPolicyRules = restartAll
+	in.Containers = map[string]Container{"init": exited("i1", 0), "side": exited("s1", 42), "src": running("c1"), "app": running("a1")}
+	p = Compute(in)
+	assert.Len(t, p.Reset, 4)
+	assert.Equal(t, "side", p.Reset[3].Name)
+}

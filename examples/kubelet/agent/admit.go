@@ -13,7 +13,6 @@ import (
 	"github.com/nodekit/nodekit/admission"
 	"github.com/nodekit/nodekit/kubetypes"
 	"github.com/nodekit/nodekit/nodestatus"
-	"github.com/nodekit/nodekit/podsyncer"
 )
 
 // buildAdmission assembles the kubelet's admit handlers in its order:
@@ -36,14 +35,7 @@ func (a *Agent) buildAdmission(ctx context.Context) error {
 		r := a.evict.Admit(attrs.Pod)
 		return admission.Result{Admit: r.Admit, Reason: r.Reason, Message: r.Message}
 	})
-	// What the pod syncer cannot do is refused by name, not run without.
-	unsupported := admission.HandlerFunc(func(_ context.Context, attrs admission.Attributes) admission.Result {
-		if msg := podsyncer.Unsupported(attrs.Pod); msg != "" {
-			return admission.Result{Reason: podsyncer.ReasonUnsupported, Message: msg}
-		}
-		return admission.Admitted
-	})
-	a.admit = admission.Chain{evict, sysctls, predicates, unsupported}
+	a.admit = admission.Chain{evict, sysctls, predicates}
 	return nil
 }
 
