@@ -1,6 +1,6 @@
 // Command virtualnodes registers many virtual nodes against a cluster and
 // runs the pods bound to them on a simulated provider, in one process (see
-// package vnodes and README.md).
+// packages virtualnode and virtualnode/simulated, and README.md).
 //
 //	virtualnodes --kubeconfig ~/.kube/config --nodes 1000 --node-prefix vn-
 //
@@ -32,8 +32,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
-	"github.com/nodekit/nodekit/examples/virtualnodes/vnodes"
 	"github.com/nodekit/nodekit/lease"
+	"github.com/nodekit/nodekit/virtualnode"
+	"github.com/nodekit/nodekit/virtualnode/simulated"
 )
 
 func main() {
@@ -52,14 +53,14 @@ func run() error {
 		readyDelay, stopDelay      time.Duration
 		nodeIP, address            string
 		port                       int
-		api                        vnodes.APIConfig
+		api                        virtualnode.APIConfig
 	)
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig (default: in-cluster config or $KUBECONFIG)")
 	fs.IntVar(&nodes, "nodes", 10, "number of virtual nodes")
 	fs.StringVar(&prefix, "node-prefix", "vnode-", "node names are this prefix and a number")
-	fs.IntVar(&cpu, "cpu", vnodes.DefaultCPU, "cpu capacity of each node, in cores")
-	fs.StringVar(&memory, "memory", vnodes.DefaultMemory, "memory capacity of each node")
-	fs.IntVar(&pods, "pods", vnodes.DefaultPods, "pod capacity of each node")
+	fs.IntVar(&cpu, "cpu", virtualnode.DefaultCPU, "cpu capacity of each node, in cores")
+	fs.StringVar(&memory, "memory", virtualnode.DefaultMemory, "memory capacity of each node")
+	fs.IntVar(&pods, "pods", virtualnode.DefaultPods, "pod capacity of each node")
 	fs.DurationVar(&readyDelay, "ready-delay", time.Second, "time from a pod's creation to Running and Ready")
 	fs.DurationVar(&stopDelay, "stop-delay", 0, "time containers take to stop after SIGTERM (cut at the grace period)")
 	fs.Float64Var(&qps, "qps", 200, "API requests per second for pod traffic (heartbeats are not limited)")
@@ -71,7 +72,7 @@ func run() error {
 	fs.StringVar(&api.ClientCAFile, "client-ca-file", "", "CA bundle that authenticates client certificates (the API server's kubelet client)")
 	fs.BoolVar(&api.TokenWebhook, "authentication-token-webhook", true, "authenticate bearer tokens with TokenReviews")
 	fs.BoolVar(&api.Anonymous, "anonymous-auth", false, "let unauthenticated requests in as system:anonymous")
-	fs.StringVar(&api.AuthorizationMode, "authorization-mode", vnodes.AuthorizationWebhook, "kubelet API authorization: Webhook (SubjectAccessReviews) or AlwaysAllow")
+	fs.StringVar(&api.AuthorizationMode, "authorization-mode", virtualnode.AuthorizationWebhook, "kubelet API authorization: Webhook (SubjectAccessReviews) or AlwaysAllow")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	var profiling string
 	fs.StringVar(&profiling, "profiling-address", "", "serve Go profiles (/debug/pprof/) on this address, e.g. 127.0.0.1:6060; empty: off")
@@ -108,7 +109,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	sim, err := vnodes.NewSimulated(vnodes.SimulatedConfig{ReadyDelay: readyDelay, StopDelay: stopDelay})
+	sim, err := simulated.New(simulated.Config{ReadyDelay: readyDelay, StopDelay: stopDelay})
 	if err != nil {
 		return err
 	}
@@ -117,7 +118,7 @@ func run() error {
 	for i := range names {
 		names[i] = fmt.Sprintf("%s%d", prefix, i)
 	}
-	cfg := vnodes.Config{Client: client, HeartbeatClient: heartbeat, Nodes: names,
+	cfg := virtualnode.Config{Client: client, HeartbeatClient: heartbeat, Nodes: names,
 		CPU: cpu, Memory: mem, Pods: pods, Provider: sim}
 	if nodeIP != "" {
 		cfg.NodeIP = func(int) string { return nodeIP }
@@ -126,7 +127,7 @@ func run() error {
 		api.Addr = net.JoinHostPort(address, fmt.Sprint(port))
 		cfg.API = &api
 	}
-	a, err := vnodes.New(cfg)
+	a, err := virtualnode.New(cfg)
 	if err != nil {
 		return err
 	}

@@ -20,9 +20,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/nodekit/nodekit/examples/virtualnodes/vnodes"
 	"github.com/nodekit/nodekit/lease"
 	"github.com/nodekit/nodekit/test/apiserver"
+	"github.com/nodekit/nodekit/virtualnode"
+	"github.com/nodekit/nodekit/virtualnode/simulated"
 )
 
 // countingTransport counts the requests sent through a client.
@@ -94,7 +95,7 @@ func parallel(t testing.TB, n, workers int, fn func(i int) error) {
 
 // readyNodes counts the nodes whose Ready condition has status want.
 func readyNodes(t testing.TB, cs kubernetes.Interface, names []string, want v1.ConditionStatus) int {
-	list, err := cs.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: vnodes.DefaultNodeLabel})
+	list, err := cs.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: virtualnode.DefaultNodeLabel})
 	require.NoError(t, err)
 	set := make(map[string]bool, len(names))
 	for _, n := range names {
@@ -165,10 +166,10 @@ func TestVirtualNodes(t *testing.T) {
 	ensureNamespace(t, admin, ns)
 	var requests atomic.Int64
 	client, heartbeat := vnodeClients(t, &requests)
-	sim, err := vnodes.NewSimulated(vnodes.SimulatedConfig{ReadyDelay: 500 * time.Millisecond})
+	sim, err := simulated.New(simulated.Config{ReadyDelay: 500 * time.Millisecond})
 	require.NoError(t, err)
 	names := nodeNames("vn-e2e-", nodes)
-	a, err := vnodes.New(vnodes.Config{Client: client, HeartbeatClient: heartbeat, Nodes: names, Provider: sim,
+	a, err := virtualnode.New(virtualnode.Config{Client: client, HeartbeatClient: heartbeat, Nodes: names, Provider: sim,
 		CPU: 8, Pods: 20, LeaseDuration: 4 * time.Second, StatusUpdateFrequency: time.Second})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -207,7 +208,7 @@ func TestVirtualNodes(t *testing.T) {
 
 	// 200 pods bound by spec.nodeName, spread over the nodes.
 	t0 := time.Now()
-	ann := map[string]string{vnodes.AnnotationStopAfter: "1h"} // ignore SIGTERM: killed at the grace period's end
+	ann := map[string]string{simulated.AnnotationStopAfter: "1h"} // ignore SIGTERM: killed at the grace period's end
 	parallel(t, pods, 8, func(i int) error {
 		_, err := admin.CoreV1().Pods(ns).Create(ctx, vnodePod(ns, fmt.Sprintf("p-%03d", i), names[i%nodes], 2, ann),
 			metav1.CreateOptions{})
@@ -278,12 +279,12 @@ func TestVirtualNodesScale(t *testing.T) {
 	ensureNamespace(t, admin, ns)
 	var requests atomic.Int64
 	client, heartbeat := vnodeClients(t, &requests)
-	sim, err := vnodes.NewSimulated(vnodes.SimulatedConfig{ReadyDelay: time.Second})
+	sim, err := simulated.New(simulated.Config{ReadyDelay: time.Second})
 	require.NoError(t, err)
 	defer sim.Close()
 	reg := prometheus.NewRegistry()
 	names := nodeNames("vn-scale-", nodes)
-	a, err := vnodes.New(vnodes.Config{Client: client, HeartbeatClient: heartbeat, Nodes: names, Provider: sim,
+	a, err := virtualnode.New(virtualnode.Config{Client: client, HeartbeatClient: heartbeat, Nodes: names, Provider: sim,
 		Registerer: reg})
 	require.NoError(t, err)
 	runtime.GC()

@@ -1,4 +1,4 @@
-package vnodes
+package virtualnode
 
 import (
 	"context"
@@ -57,7 +57,7 @@ func newNode(cfg *Config, i int, name string, apiPort *atomic.Int32, setUID func
 	b.Add(nodestatus.ReadyCondition(nodestatus.ReadyConfig{RuntimeErrors: cfg.Provider.Healthy}))
 	setters, err := b.Setters()
 	if err != nil {
-		return nil, fmt.Errorf("vnodes: node %s: %w", name, err)
+		return nil, fmt.Errorf("virtualnode: node %s: %w", name, err)
 	}
 	labels := map[string]string{DefaultNodeLabel: "true"}
 	for k, v := range cfg.Labels {
@@ -68,7 +68,7 @@ func newNode(cfg *Config, i int, name string, apiPort *atomic.Int32, setUID func
 		UpdateFrequency: cfg.StatusUpdateFrequency, Clock: cfg.Clock,
 		OnRegistered: func(n *v1.Node) { setUID(n.Name, n.UID) }})
 	if err != nil {
-		return nil, fmt.Errorf("vnodes: node %s: %w", name, err)
+		return nil, fmt.Errorf("virtualnode: node %s: %w", name, err)
 	}
 	return &node{name: name, ctl: ctl}, nil
 }

@@ -1,4 +1,4 @@
-package vnodes
+package simulated
 
 import (
 	"context"
@@ -55,7 +55,7 @@ func simLog(pod *v1.Pod, container string, r simRun) []simLine {
 // record, or, for a pod it has forgotten (finished), from the container's
 // status in pod. It returns an error when the container has not run, and
 // the record of a pod whose containers still run (nil otherwise).
-func (s *Simulated) containerRun(pod *v1.Pod, container string) (simRun, *simPod, error) {
+func (s *Provider) containerRun(pod *v1.Pod, container string) (simRun, *simPod, error) {
 	init := false
 	switch {
 	case hasContainer(pod.Spec.Containers, container):
@@ -81,7 +81,7 @@ func (s *Simulated) containerRun(pod *v1.Pod, container string) (simRun, *simPod
 // recordRun returns the run of a container from the simulator's record of
 // its pod (kept after ForgetPod by those who hold it), and whether it still
 // runs.
-func (s *Simulated) recordRun(pod *v1.Pod, container string, init bool, p *simPod) (simRun, bool, error) {
+func (s *Provider) recordRun(pod *v1.Pod, container string, init bool, p *simPod) (simRun, bool, error) {
 	s.mu.Lock()
 	snap := *p
 	now := s.cfg.Clock.Now()
@@ -143,13 +143,13 @@ func hasContainer(cs []v1.Container, name string) bool {
 	return false
 }
 
-// ContainerLogs implements LogProvider: the container's log is
+// ContainerLogs implements virtualnode.LogProvider: the container's log is
 // "started container <name>" and the lines of AnnotationLog when it
 // started, then "container <name> exited with code <code>" when it ended,
 // all on stdout. A pod the simulator has forgotten (finished) keeps its log,
 // rebuilt from the container status. Containers do not restart, so there is
 // no previous log.
-func (s *Simulated) ContainerLogs(ctx context.Context, pod *v1.Pod, container string, opts *v1.PodLogOptions, stdout, stderr io.Writer) error {
+func (s *Provider) ContainerLogs(ctx context.Context, pod *v1.Pod, container string, opts *v1.PodLogOptions, stdout, stderr io.Writer) error {
 	if opts.Previous {
 		return fmt.Errorf("previous terminated container %q in pod %q not found", container, pod.Name)
 	}
@@ -241,13 +241,13 @@ func (lw *simLogWriter) write(lines []simLine) {
 	}
 }
 
-// Exec implements ExecProvider with a few built-in commands, run in a
+// Exec implements virtualnode.ExecProvider with a few built-in commands, run in a
 // running container of a pod the simulator knows: "echo ARGS", "hostname"
 // (spec.hostname, else the pod's name), "env" (HOSTNAME and the container's
 // literal env values), "cat" (stdin to stdout), "true" and "false". Others
 // print "<cmd>: command not found" on stderr and exit 127. A directory in the
 // command's name is ignored (/bin/true is true).
-func (s *Simulated) Exec(_ context.Context, pod *v1.Pod, container string, cmd []string, stdin io.Reader, stdout, stderr io.WriteCloser, tty bool, _ <-chan kubeletapi.TerminalSize) error {
+func (s *Provider) Exec(_ context.Context, pod *v1.Pod, container string, cmd []string, stdin io.Reader, stdout, stderr io.WriteCloser, tty bool, _ <-chan kubeletapi.TerminalSize) error {
 	if !hasContainer(pod.Spec.Containers, container) {
 		return fmt.Errorf("container %q not found in pod %q", container, pod.Name)
 	}
@@ -314,14 +314,14 @@ func podHostname(pod *v1.Pod) string {
 	return pod.Name
 }
 
-// Attach implements ExecProvider: simulated containers have no process to
+// Attach implements virtualnode.ExecProvider: simulated containers have no process to
 // attach to.
-func (s *Simulated) Attach(context.Context, *v1.Pod, string, io.Reader, io.WriteCloser, io.WriteCloser, bool, <-chan kubeletapi.TerminalSize) error {
+func (s *Provider) Attach(context.Context, *v1.Pod, string, io.Reader, io.WriteCloser, io.WriteCloser, bool, <-chan kubeletapi.TerminalSize) error {
 	return errors.New("attaching is not supported by the simulated provider")
 }
 
-// PortForward implements ExecProvider: simulated containers listen on no
+// PortForward implements virtualnode.ExecProvider: simulated containers listen on no
 // port.
-func (s *Simulated) PortForward(context.Context, *v1.Pod, int32, io.ReadWriteCloser) error {
+func (s *Provider) PortForward(context.Context, *v1.Pod, int32, io.ReadWriteCloser) error {
 	return errors.New("port forwarding is not supported by the simulated provider")
 }

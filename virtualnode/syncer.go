@@ -1,4 +1,4 @@
-package vnodes
+package virtualnode
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package vnodes
+package virtualnode
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 )
 
 // ErrInvalidConfig is wrapped by every configuration error of this package.
-var ErrInvalidConfig = errors.New("vnodes: invalid config")
+var ErrInvalidConfig = errors.New("virtualnode: invalid config")
 
 // Defaults.
 const (
@@ -62,8 +62,8 @@ type Config struct {
 	Labels map[string]string
 	Taints []v1.Taint
 
-	// Provider runs the pods; default a Simulated provider with no delays
-	// on Clock.
+	// Provider runs the pods. Required (package simulated has one whose
+	// pods live in memory).
 	Provider Provider
 
 	// StatusWorkers bounds the node status syncs in flight; default 8.
@@ -99,6 +99,9 @@ type Config struct {
 func (c *Config) setDefaults() error {
 	if c.Client == nil {
 		return fmt.Errorf("%w: Client is required", ErrInvalidConfig)
+	}
+	if c.Provider == nil {
+		return fmt.Errorf("%w: Provider is required", ErrInvalidConfig)
 	}
 	if len(c.Nodes) == 0 {
 		return fmt.Errorf("%w: no Nodes", ErrInvalidConfig)
@@ -149,17 +152,6 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
-	}
-	if c.Provider == nil {
-		clk, ok := c.Clock.(clock.WithDelayedExecution)
-		if !ok {
-			return fmt.Errorf("%w: the default provider needs a Clock with AfterFunc", ErrInvalidConfig)
-		}
-		sim, err := NewSimulated(SimulatedConfig{Clock: clk})
-		if err != nil {
-			return err
-		}
-		c.Provider = sim
 	}
 	if c.API != nil {
 		api := *c.API // defaults go to a copy

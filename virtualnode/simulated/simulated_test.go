@@ -1,8 +1,11 @@
-package vnodes
+package simulated
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,18 +14,24 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
+	utilexec "k8s.io/utils/exec"
+
+	"github.com/nodekit/nodekit/virtualnode"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func testPod(policy v1.RestartPolicy, ann map[string]string) *v1.Pod {
-	return &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid-1", Annotations: ann},
-		Spec: v1.PodSpec{NodeName: "n", RestartPolicy: policy,
-			Containers: []v1.Container{{Name: "c", Image: "img"}}},
-	}
+var (
+	_ virtualnode.Provider     = (*Provider)(nil)
+	_ virtualnode.PodNotifier  = (*Provider)(nil)
+	_ virtualnode.LogProvider  = (*Provider)(nil)
+	_ virtualnode.ExecProvider = (*Provider)(nil)
+)
+
+func TestNewInvalidConfig(t *testing.T) {
+	_, err := New(Config{ReadyDelay: -1})
+	require.True(t, errors.Is(err, ErrInvalidConfig))
 }
 
 func TestSimStatus(t *testing.T) {
@@ -62,7 +71,7 @@ func TestSimStatus(t *testing.T) {
 				}
 			}
 			// Stable: the same inputs give an equal status (no patch).
-			require.False(t, StatusChanged(st, simStatus(testPod(v1.RestartPolicyAlways, nil), &tc.p, tc.now)))
+			require.False(t, virtualnode.StatusChanged(st, simStatus(testPod(v1.RestartPolicyAlways, nil), &tc.p, tc.now)))
 		})
 	}
 }
@@ -70,7 +79,7 @@ func TestSimStatus(t *testing.T) {
 func TestSimulatedLifecycle(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	clk := clocktesting.NewFakeClock(t0)
-	sim, err := NewSimulated(SimulatedConfig{ReadyDelay: 2 * time.Second, Clock: clk})
+	sim, err := New(Config{ReadyDelay: 2 * time.Second, Clock: clk})
 	require.NoError(t, err)
 	defer sim.Close()
 	notified := make(chan string, 4)
@@ -116,7 +125,7 @@ func TestSimulatedDeleteHonoursGrace(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clocktesting.NewFakeClock(t0)
-			sim, err := NewSimulated(SimulatedConfig{Clock: clk})
+			sim, err := New(Config{Clock: clk})
 			require.NoError(t, err)
 			defer sim.Close()
 			ctx := context.Background()
@@ -144,7 +153,7 @@ func TestSimulatedDeleteHonoursGrace(t *testing.T) {
 func TestSimulatedDeleteCancelled(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	clk := clocktesting.NewFakeClock(t0)
-	sim, err := NewSimulated(SimulatedConfig{Clock: clk, StopDelay: time.Hour})
+	sim, err := New(Config{Clock: clk, StopDelay: time.Hour})
 	require.NoError(t, err)
 	pod := testPod(v1.RestartPolicyAlways, nil)
 	require.NoError(t, sim.CreatePod(context.Background(), pod))
@@ -156,39 +165,96 @@ func TestSimulatedDeleteCancelled(t *testing.T) {
 	require.ErrorIs(t, <-done, context.Canceled)
 }
 
-func TestPodStatusPatch(t *testing.T) {
-	p := simPod{created: t0, readyAt: t0}
-	pod := testPod(v1.RestartPolicyAlways, nil)
-	old := simStatus(pod, &simPod{created: t0, readyAt: t0.Add(time.Hour)}, t0)
-	st := simStatus(pod, &p, t0)
-	require.True(t, StatusChanged(old, st))
-	patch, err := PodStatusPatch(pod.UID, old, st)
-	require.NoError(t, err)
-	require.Contains(t, string(patch), `"uid":"uid-1"`)
-	require.Contains(t, string(patch), `"phase":"Running"`)
-	require.NotContains(t, string(patch), `"podIP"`, "unchanged fields are not sent")
+func testPod(policy v1.RestartPolicy, ann map[string]string) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid-1", Annotations: ann},
+		Spec: v1.PodSpec{NodeName: "n", RestartPolicy: policy,
+			Containers: []v1.Container{{Name: "c", Image: "img"}}},
+	}
 }
 
-func TestNewInvalidConfig(t *testing.T) {
-	cs := fake.NewClientset()
-	tests := []struct {
-		name string
-		cfg  Config
-	}{
-		{"no client", Config{Nodes: []string{"a"}}},
-		{"no nodes", Config{Client: cs}},
-		{"empty name", Config{Client: cs, Nodes: []string{""}}},
-		{"duplicate", Config{Client: cs, Nodes: []string{"a", "a"}}},
-		{"negative", Config{Client: cs, Nodes: []string{"a"}, CPU: -1}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := New(tc.cfg)
-			require.ErrorIs(t, err, ErrInvalidConfig)
-		})
-	}
-	_, err := New(Config{Client: cs, Nodes: []string{"a", "b"}})
+func TestSimulatedLogs(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	clk := clocktesting.NewFakeClock(t0)
+	sim, err := New(Config{ReadyDelay: 2 * time.Second, Clock: clk})
 	require.NoError(t, err)
-	_, err = NewSimulated(SimulatedConfig{ReadyDelay: -1})
-	require.True(t, errors.Is(err, ErrInvalidConfig))
+	defer sim.Close()
+	ctx := context.Background()
+	pod := testPod(v1.RestartPolicyNever, map[string]string{AnnotationLog: "a\nb\n", AnnotationExitAfter: "10s", AnnotationExitCode: "3"})
+	logs := func(opts v1.PodLogOptions) (string, error) {
+		var b strings.Builder
+		err := sim.ContainerLogs(ctx, pod, "c", &opts, &b, &b)
+		return b.String(), err
+	}
+	require.NoError(t, sim.CreatePod(ctx, pod))
+	_, err = logs(v1.PodLogOptions{})
+	require.EqualError(t, err, `container "c" in pod "p" is waiting to start: ContainerCreating`)
+
+	clk.Step(2 * time.Second) // running since t0+2s
+	out, err := logs(v1.PodLogOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "started container c\na\nb\n", out)
+	two, five := int64(2), int64(5)
+	out, _ = logs(v1.PodLogOptions{TailLines: &two, Timestamps: true})
+	require.Equal(t, "2026-01-01T00:00:02.000000000Z a\n2026-01-01T00:00:02.000000000Z b\n", out)
+	out, _ = logs(v1.PodLogOptions{LimitBytes: &five})
+	require.Equal(t, "start", out)
+	err = sim.Exec(ctx, pod, "init", []string{"true"}, nil, nil, nil, false, nil)
+	require.ErrorContains(t, err, "not found")
+
+	// A follower gets the exit line when the container exits.
+	followed := make(chan string, 1)
+	go func() {
+		out, _ := logs(v1.PodLogOptions{Follow: true, SinceTime: &metav1.Time{Time: t0.Add(5 * time.Second)}})
+		followed <- out
+	}()
+	clk.Step(10 * time.Second)
+	require.Equal(t, "container c exited with code 3\n", <-followed)
+
+	// Forgotten (finished): the log is rebuilt from the status.
+	st, err := sim.PodStatus(ctx, pod)
+	require.NoError(t, err)
+	sim.ForgetPod(pod.UID)
+	pod.Status = *st
+	out, err = logs(v1.PodLogOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "started container c\na\nb\ncontainer c exited with code 3\n", out)
+	err = sim.Exec(ctx, pod, "c", []string{"true"}, nil, nil, nil, false, nil)
+	require.ErrorContains(t, err, "not running")
 }
+
+func TestSimulatedExec(t *testing.T) {
+	sim, err := New(Config{Clock: clocktesting.NewFakeClock(t0)})
+	require.NoError(t, err)
+	defer sim.Close()
+	ctx := context.Background()
+	pod := testPod(v1.RestartPolicyAlways, nil)
+	pod.Spec.Containers[0].Env = []v1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", ValueFrom: &v1.EnvVarSource{}}}
+	require.NoError(t, sim.CreatePod(ctx, pod))
+	run := func(stdin string, cmd ...string) (string, string, error) {
+		var out, errb bytes.Buffer
+		err := sim.Exec(ctx, pod, "c", cmd, strings.NewReader(stdin), nopCloser{&out}, nopCloser{&errb}, false, nil)
+		return out.String(), errb.String(), err
+	}
+	out, _, err := run("", "/bin/echo", "a", "b")
+	require.NoError(t, err)
+	require.Equal(t, "a b\n", out)
+	out, _, err = run("", "env")
+	require.NoError(t, err)
+	require.Equal(t, "HOSTNAME=p\nA=1\n", out)
+	out, _, err = run("in", "cat")
+	require.NoError(t, err)
+	require.Equal(t, "in", out)
+	_, _, err = run("", "true")
+	require.NoError(t, err)
+	_, _, err = run("", "false")
+	require.Equal(t, utilexec.CodeExitError{Err: errors.New("exit status 1"), Code: 1}, err)
+	_, errOut, err := run("", "ls")
+	require.Equal(t, 127, err.(utilexec.ExitError).ExitStatus())
+	require.Equal(t, "ls: command not found\n", errOut)
+	require.EqualError(t, sim.PortForward(ctx, pod, 80, nil), "port forwarding is not supported by the simulated provider")
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }

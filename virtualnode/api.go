@@ -1,4 +1,4 @@
-package vnodes
+package virtualnode
 
 import (
 	"errors"
@@ -112,13 +112,13 @@ func (a *Agent) buildAPI() error {
 	if ep, ok := a.cfg.Provider.(ExecProvider); ok {
 		st, err := kubeletapi.NewInlineStreamer(ep, c.StreamIdleTimeout, 0)
 		if err != nil {
-			return fmt.Errorf("vnodes: kubelet API: %w", err)
+			return fmt.Errorf("virtualnode: kubelet API: %w", err)
 		}
 		cfg.Streaming = st
 	}
 	var err error
 	if a.api, err = kubeletapi.New(cfg); err != nil {
-		return fmt.Errorf("vnodes: kubelet API: %w", err)
+		return fmt.Errorf("virtualnode: kubelet API: %w", err)
 	}
 	return nil
 }
@@ -127,7 +127,7 @@ func (a *Agent) buildAPI() error {
 // status.
 func (a *Agent) bindAPI() error {
 	if err := a.apiLn.bind(); err != nil {
-		return fmt.Errorf("vnodes: kubelet API: %w", err)
+		return fmt.Errorf("virtualnode: kubelet API: %w", err)
 	}
 	if tcp, ok := a.apiLn.Addr().(*net.TCPAddr); ok {
 		a.apiPort.Store(int32(tcp.Port))
@@ -154,7 +154,7 @@ func (l *lazyListener) bind() error {
 }
 
 // errNotBound is Close's error for a listener that could not be bound.
-var errNotBound = errors.New("vnodes: kubelet API listener not bound")
+var errNotBound = errors.New("virtualnode: kubelet API listener not bound")
 
 // Accept, Close and Addr bind the listener if Run has not.
 func (l *lazyListener) Accept() (net.Conn, error) {

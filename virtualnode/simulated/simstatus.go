@@ -1,4 +1,4 @@
-package vnodes
+package simulated
 
 import (
 	"time"

@@ -1,4 +1,4 @@
-package vnodes
+package virtualnode
 
 import (
 	"bufio"
@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nodekit/nodekit/virtualnode/simulated"
 	"io"
 	"net"
 	"net/http"
@@ -38,7 +39,7 @@ func TestAgentKubeletAPI(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	cs := fake.NewClientset()
 	clk := clocktesting.NewFakeClock(time.Now())
-	sim, err := NewSimulated(SimulatedConfig{Clock: clk})
+	sim, err := simulated.New(simulated.Config{Clock: clk})
 	require.NoError(t, err)
 	defer sim.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -60,7 +61,7 @@ func TestAgentKubeletAPI(t *testing.T) {
 		}, 10*time.Second, 10*time.Millisecond, name)
 	}
 
-	pod := testPod(v1.RestartPolicyAlways, map[string]string{AnnotationLog: "hello\nworld"})
+	pod := testPod(v1.RestartPolicyAlways, map[string]string{simulated.AnnotationLog: "hello\nworld"})
 	pod.Spec.NodeName = "vn-1"
 	other := testPod(v1.RestartPolicyAlways, nil)
 	other.Name, other.UID, other.Spec.NodeName = "other", "uid-2", "elsewhere"
@@ -177,6 +178,8 @@ func TestAPIConfigInvalid(t *testing.T) {
 	dir := t.TempDir()
 	garbage := filepath.Join(dir, "garbage")
 	require.NoError(t, os.WriteFile(garbage, []byte("not a certificate"), 0o600))
+	sim, err := simulated.New(simulated.Config{})
+	require.NoError(t, err)
 	tests := []struct {
 		name string
 		api  APIConfig
@@ -190,7 +193,7 @@ func TestAPIConfigInvalid(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := New(Config{Client: cs, Nodes: []string{"a"}, API: &tc.api})
+			_, err := New(Config{Client: cs, Nodes: []string{"a"}, API: &tc.api, Provider: sim})
 			require.Error(t, err)
 			require.True(t, errors.Is(err, ErrInvalidConfig) || errors.Is(err, kubeletapi.ErrInvalidConfig), err)
 		})
@@ -198,93 +201,11 @@ func TestAPIConfigInvalid(t *testing.T) {
 	// Webhook authentication and authorization build without binding or
 	// starting anything.
 	api := &APIConfig{Addr: "127.0.0.1:1", TokenWebhook: true}
-	_, err := New(Config{Client: cs, Nodes: []string{"a"}, API: api})
+	_, err = New(Config{Client: cs, Nodes: []string{"a"}, API: api, Provider: sim})
 	require.NoError(t, err)
 	require.Empty(t, api.AuthorizationMode, "defaults go to a copy")
-}
-
-func TestSimulatedLogs(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	clk := clocktesting.NewFakeClock(t0)
-	sim, err := NewSimulated(SimulatedConfig{ReadyDelay: 2 * time.Second, Clock: clk})
-	require.NoError(t, err)
-	defer sim.Close()
-	ctx := context.Background()
-	pod := testPod(v1.RestartPolicyNever, map[string]string{AnnotationLog: "a\nb\n", AnnotationExitAfter: "10s", AnnotationExitCode: "3"})
-	logs := func(opts v1.PodLogOptions) (string, error) {
-		var b strings.Builder
-		err := sim.ContainerLogs(ctx, pod, "c", &opts, &b, &b)
-		return b.String(), err
-	}
-	require.NoError(t, sim.CreatePod(ctx, pod))
-	_, err = logs(v1.PodLogOptions{})
-	require.EqualError(t, err, `container "c" in pod "p" is waiting to start: ContainerCreating`)
-
-	clk.Step(2 * time.Second) // running since t0+2s
-	out, err := logs(v1.PodLogOptions{})
-	require.NoError(t, err)
-	require.Equal(t, "started container c\na\nb\n", out)
-	two, five := int64(2), int64(5)
-	out, _ = logs(v1.PodLogOptions{TailLines: &two, Timestamps: true})
-	require.Equal(t, "2026-01-01T00:00:02.000000000Z a\n2026-01-01T00:00:02.000000000Z b\n", out)
-	out, _ = logs(v1.PodLogOptions{LimitBytes: &five})
-	require.Equal(t, "start", out)
-	err = sim.Exec(ctx, pod, "init", []string{"true"}, nil, nil, nil, false, nil)
-	require.ErrorContains(t, err, "not found")
-
-	// A follower gets the exit line when the container exits.
-	followed := make(chan string, 1)
-	go func() {
-		out, _ := logs(v1.PodLogOptions{Follow: true, SinceTime: &metav1.Time{Time: t0.Add(5 * time.Second)}})
-		followed <- out
-	}()
-	clk.Step(10 * time.Second)
-	require.Equal(t, "container c exited with code 3\n", <-followed)
-
-	// Forgotten (finished): the log is rebuilt from the status.
-	st, err := sim.PodStatus(ctx, pod)
-	require.NoError(t, err)
-	sim.ForgetPod(pod.UID)
-	pod.Status = *st
-	out, err = logs(v1.PodLogOptions{})
-	require.NoError(t, err)
-	require.Equal(t, "started container c\na\nb\ncontainer c exited with code 3\n", out)
-	err = sim.Exec(ctx, pod, "c", []string{"true"}, nil, nil, nil, false, nil)
-	require.ErrorContains(t, err, "not running")
 }
 
 type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
-
-func TestSimulatedExec(t *testing.T) {
-	sim, err := NewSimulated(SimulatedConfig{Clock: clocktesting.NewFakeClock(t0)})
-	require.NoError(t, err)
-	defer sim.Close()
-	ctx := context.Background()
-	pod := testPod(v1.RestartPolicyAlways, nil)
-	pod.Spec.Containers[0].Env = []v1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", ValueFrom: &v1.EnvVarSource{}}}
-	require.NoError(t, sim.CreatePod(ctx, pod))
-	run := func(stdin string, cmd ...string) (string, string, error) {
-		var out, errb bytes.Buffer
-		err := sim.Exec(ctx, pod, "c", cmd, strings.NewReader(stdin), nopCloser{&out}, nopCloser{&errb}, false, nil)
-		return out.String(), errb.String(), err
-	}
-	out, _, err := run("", "/bin/echo", "a", "b")
-	require.NoError(t, err)
-	require.Equal(t, "a b\n", out)
-	out, _, err = run("", "env")
-	require.NoError(t, err)
-	require.Equal(t, "HOSTNAME=p\nA=1\n", out)
-	out, _, err = run("in", "cat")
-	require.NoError(t, err)
-	require.Equal(t, "in", out)
-	_, _, err = run("", "true")
-	require.NoError(t, err)
-	_, _, err = run("", "false")
-	require.Equal(t, utilexec.CodeExitError{Err: errors.New("exit status 1"), Code: 1}, err)
-	_, errOut, err := run("", "ls")
-	require.Equal(t, 127, err.(utilexec.ExitError).ExitStatus())
-	require.Equal(t, "ls: command not found\n", errOut)
-	require.EqualError(t, sim.PortForward(ctx, pod, 80, nil), "port forwarding is not supported by the simulated provider")
-}

@@ -1,7 +1,8 @@
-package vnodes
+package virtualnode
 
 import (
 	"context"
+	"github.com/nodekit/nodekit/virtualnode/simulated"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ func TestAgentRun(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	cs := fake.NewClientset()
 	clk := clocktesting.NewFakeClock(time.Now())
-	sim, err := NewSimulated(SimulatedConfig{Clock: clk})
+	sim, err := simulated.New(simulated.Config{Clock: clk})
 	require.NoError(t, err)
 	defer sim.Close()
 	a, err := New(Config{Client: cs, Nodes: []string{"vn-0", "vn-1"}, Provider: sim, Clock: clk, CPU: 4})

@@ -1,4 +1,4 @@
-package vnodes_test
+package virtualnode_test
 
 import (
 	"context"
@@ -7,7 +7,8 @@ import (
 
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/nodekit/nodekit/examples/virtualnodes/vnodes"
+	"github.com/nodekit/nodekit/virtualnode"
+	"github.com/nodekit/nodekit/virtualnode/simulated"
 )
 
 // Example wires three virtual nodes on the simulated provider. Against a
@@ -15,12 +16,12 @@ import (
 // from lease.HeartbeatRESTConfig) and run until a signal.
 func Example() {
 	client := fake.NewClientset()
-	sim, err := vnodes.NewSimulated(vnodes.SimulatedConfig{ReadyDelay: time.Second})
+	sim, err := simulated.New(simulated.Config{ReadyDelay: time.Second})
 	if err != nil {
 		panic(err)
 	}
 	defer sim.Close()
-	a, err := vnodes.New(vnodes.Config{Client: client, Nodes: []string{"vn-0", "vn-1", "vn-2"}, Provider: sim})
+	a, err := virtualnode.New(virtualnode.Config{Client: client, Nodes: []string{"vn-0", "vn-1", "vn-2"}, Provider: sim})
 	if err != nil {
 		panic(err)
 	}

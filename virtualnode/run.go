@@ -1,4 +1,4 @@
-package vnodes
+package virtualnode
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 )
 
 // ErrAlreadyRunning is returned by a second Run.
-var ErrAlreadyRunning = errors.New("vnodes: already running")
+var ErrAlreadyRunning = errors.New("virtualnode: already running")
 
 // Loop periods, as the kubelet's sync loop: due pods every second,
 // housekeeping every two.
@@ -57,7 +57,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		if a.api != nil {
 			_ = a.apiLn.Close()
 		}
-		return fmt.Errorf("vnodes: pod informer: %w", err)
+		return fmt.Errorf("virtualnode: pod informer: %w", err)
 	}
 	logger.Info("Starting virtual nodes", "nodes", len(a.nodes))
 	work := make(chan *node, len(a.nodes))
@@ -84,7 +84,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	runAll(ctx, fns...)
 	if apiErr != nil {
 		logger.Error(apiErr, "Stopped virtual nodes: the kubelet API failed")
-		return fmt.Errorf("vnodes: kubelet API: %w", apiErr)
+		return fmt.Errorf("virtualnode: kubelet API: %w", apiErr)
 	}
 	logger.Info("Stopped virtual nodes")
 	return nil

@@ -1,8 +1,9 @@
-package vnodes
+package simulated
 
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -14,6 +15,9 @@ import (
 	"k8s.io/utils/clock"
 )
 
+// ErrInvalidConfig is wrapped by every configuration error of New.
+var ErrInvalidConfig = errors.New("simulated: invalid config")
+
 // Annotations read by the simulated provider.
 const (
 	// AnnotationExitAfter makes every container of the pod exit this long
@@ -24,18 +28,18 @@ const (
 	// AnnotationExitCode is the exit code of those containers; default 0.
 	AnnotationExitCode = "virtualnodes.nodekit.io/exit-code"
 	// AnnotationStopAfter is how long the containers take to stop after
-	// SIGTERM (a Go duration); default SimulatedConfig.StopDelay. A stop
+	// SIGTERM (a Go duration); default Config.StopDelay. A stop
 	// that needs longer than the grace period is cut short at its end and
 	// the containers report exit code 137.
 	AnnotationStopAfter = "virtualnodes.nodekit.io/stop-after"
 	// AnnotationLog is what every container of the pod writes to stdout
 	// when it starts, after its "started container <name>" line (one log
-	// line per line of the value). See Simulated.ContainerLogs.
+	// line per line of the value). See Provider.ContainerLogs.
 	AnnotationLog = "virtualnodes.nodekit.io/log"
 )
 
-// SimulatedConfig configures the simulated provider.
-type SimulatedConfig struct {
+// Config configures the simulated provider.
+type Config struct {
 	// ReadyDelay is how long after creation a pod's containers run and are
 	// ready; zero makes them ready at once.
 	ReadyDelay time.Duration
@@ -49,13 +53,13 @@ type SimulatedConfig struct {
 	Clock clock.WithDelayedExecution
 }
 
-// Simulated is a Provider whose pods exist only in memory: containers
+// Provider is a virtualnode.Provider whose pods exist only in memory: containers
 // become ready after ReadyDelay, exit per AnnotationExitAfter and stop per
 // AnnotationStopAfter within the grace period. It also serves deterministic
 // logs (LogProvider) and a few built-in exec commands (ExecProvider). It is
 // safe for concurrent use.
-type Simulated struct {
-	cfg SimulatedConfig
+type Provider struct {
+	cfg Config
 
 	mu      sync.Mutex
 	pods    map[types.UID]*simPod
@@ -88,15 +92,8 @@ func (p *simPod) markEnded() {
 	}
 }
 
-var (
-	_ Provider     = (*Simulated)(nil)
-	_ PodNotifier  = (*Simulated)(nil)
-	_ LogProvider  = (*Simulated)(nil)
-	_ ExecProvider = (*Simulated)(nil)
-)
-
-// NewSimulated returns a simulated provider.
-func NewSimulated(cfg SimulatedConfig) (*Simulated, error) {
+// New returns a simulated provider.
+func New(cfg Config) (*Provider, error) {
 	if cfg.ReadyDelay < 0 || cfg.StopDelay < 0 {
 		return nil, fmt.Errorf("%w: negative ReadyDelay or StopDelay", ErrInvalidConfig)
 	}
@@ -109,32 +106,32 @@ func NewSimulated(cfg SimulatedConfig) (*Simulated, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	return &Simulated{cfg: cfg, pods: make(map[types.UID]*simPod)}, nil
+	return &Provider{cfg: cfg, pods: make(map[types.UID]*simPod)}, nil
 }
 
-// NotifyPods implements PodNotifier.
-func (s *Simulated) NotifyPods(notify func(types.UID)) {
+// NotifyPods implements virtualnode.PodNotifier.
+func (s *Provider) NotifyPods(notify func(types.UID)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.notify = notify
 }
 
 // SetHealthy sets what Healthy returns: nil for healthy.
-func (s *Simulated) SetHealthy(err error) {
+func (s *Provider) SetHealthy(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.healthy = err
 }
 
-// Healthy implements Provider.
-func (s *Simulated) Healthy() error {
+// Healthy implements virtualnode.Provider.
+func (s *Provider) Healthy() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.healthy
 }
 
 // Len returns how many pods the simulator remembers.
-func (s *Simulated) Len() int {
+func (s *Provider) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.pods)
@@ -142,7 +139,7 @@ func (s *Simulated) Len() int {
 
 // Close stops the simulator's pending timers; later notifications are
 // dropped. Call it after the agent's Run returned.
-func (s *Simulated) Close() {
+func (s *Provider) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
@@ -159,8 +156,8 @@ func (p *simPod) stopTimers() {
 	p.timers = nil
 }
 
-// CreatePod implements Provider.
-func (s *Simulated) CreatePod(_ context.Context, pod *v1.Pod) error {
+// CreatePod implements virtualnode.Provider.
+func (s *Provider) CreatePod(_ context.Context, pod *v1.Pod) error {
 	exitAfter, exitCode, err := exitSpec(pod)
 	if err != nil {
 		return err
@@ -186,7 +183,7 @@ func (s *Simulated) CreatePod(_ context.Context, pod *v1.Pod) error {
 
 // after runs onFire (if not nil, with s.mu held) and notifies the agent
 // about uid once d has passed. Call with s.mu held.
-func (s *Simulated) after(d time.Duration, uid types.UID, onFire func()) clock.Timer {
+func (s *Provider) after(d time.Duration, uid types.UID, onFire func()) clock.Timer {
 	return s.cfg.Clock.AfterFunc(d, func() {
 		s.mu.Lock()
 		notify, closed := s.notify, s.closed
@@ -200,7 +197,7 @@ func (s *Simulated) after(d time.Duration, uid types.UID, onFire func()) clock.T
 	})
 }
 
-func (s *Simulated) allocIP() string {
+func (s *Provider) allocIP() string {
 	base := s.cfg.PodCIDR.Masked().Addr().As4()
 	n := binary.BigEndian.Uint32(base[:]) + 1 + s.nextIP
 	s.nextIP = (s.nextIP + 1) % (1<<(32-s.cfg.PodCIDR.Bits()) - 2)
@@ -229,9 +226,9 @@ func exitSpec(pod *v1.Pod) (after time.Duration, code int32, err error) {
 	return after, code, nil
 }
 
-// DeletePod implements Provider: it waits on the clock for the containers'
+// DeletePod implements virtualnode.Provider: it waits on the clock for the containers'
 // stop delay, cut short at the grace period.
-func (s *Simulated) DeletePod(ctx context.Context, pod *v1.Pod, gracePeriod time.Duration) error {
+func (s *Provider) DeletePod(ctx context.Context, pod *v1.Pod, gracePeriod time.Duration) error {
 	stop := s.cfg.StopDelay
 	if v, ok := pod.Annotations[AnnotationStopAfter]; ok {
 		d, err := time.ParseDuration(v)
@@ -275,8 +272,8 @@ func (s *Simulated) DeletePod(ctx context.Context, pod *v1.Pod, gracePeriod time
 	return nil
 }
 
-// ForgetPod implements Provider.
-func (s *Simulated) ForgetPod(uid types.UID) {
+// ForgetPod implements virtualnode.Provider.
+func (s *Provider) ForgetPod(uid types.UID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p, ok := s.pods[uid]; ok {
@@ -286,8 +283,8 @@ func (s *Simulated) ForgetPod(uid types.UID) {
 	}
 }
 
-// PodStatus implements Provider.
-func (s *Simulated) PodStatus(_ context.Context, pod *v1.Pod) (*v1.PodStatus, error) {
+// PodStatus implements virtualnode.Provider.
+func (s *Provider) PodStatus(_ context.Context, pod *v1.Pod) (*v1.PodStatus, error) {
 	s.mu.Lock()
 	p, ok := s.pods[pod.UID]
 	var snap simPod

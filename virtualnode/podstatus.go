@@ -1,4 +1,4 @@
-package vnodes
+package virtualnode
 
 import (
 	"bytes"
@@ -35,15 +35,15 @@ func PodStatusPatch(uid types.UID, old, status *v1.PodStatus) ([]byte, error) {
 	}
 	oldJSON, err := json.Marshal(doc{Status: old})
 	if err != nil {
-		return nil, fmt.Errorf("vnodes: marshal status: %w", err)
+		return nil, fmt.Errorf("virtualnode: marshal status: %w", err)
 	}
 	newJSON, err := json.Marshal(doc{Metadata: meta{UID: uid}, Status: status})
 	if err != nil {
-		return nil, fmt.Errorf("vnodes: marshal status: %w", err)
+		return nil, fmt.Errorf("virtualnode: marshal status: %w", err)
 	}
 	patch, err := strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, v1.Pod{})
 	if err != nil {
-		return nil, fmt.Errorf("vnodes: status patch: %w", err)
+		return nil, fmt.Errorf("virtualnode: status patch: %w", err)
 	}
 	return patch, nil
 }

@@ -1,4 +1,4 @@
-package vnodes
+package virtualnode
 
 import (
 	"context"
@@ -65,7 +65,7 @@ func New(cfg Config) (*Agent, error) {
 	a.leases, err = lease.New(lease.Config{Client: cfg.HeartbeatClient.CoordinationV1(), Names: cfg.Nodes,
 		LeaseDuration: cfg.LeaseDuration, InitialSpread: cfg.LeaseSpread, Workers: cfg.LeaseWorkers, Clock: cfg.Clock, Registerer: cfg.Registerer})
 	if err != nil {
-		return nil, fmt.Errorf("vnodes: lease: %w", err)
+		return nil, fmt.Errorf("virtualnode: lease: %w", err)
 	}
 	for i, name := range cfg.Nodes {
 		n, err := newNode(&a.cfg, i, name, &a.apiPort, a.leases.SetNodeUID)
@@ -79,7 +79,7 @@ func New(cfg Config) (*Agent, error) {
 	a.workers, err = podworkers.New(podworkers.Config{Syncer: a.syncer, MaxConcurrentSyncs: cfg.MaxConcurrentSyncs,
 		ResyncInterval: cfg.PodResyncInterval, Clock: cfg.Clock, Registerer: cfg.Registerer})
 	if err != nil {
-		return nil, fmt.Errorf("vnodes: podworkers: %w", err)
+		return nil, fmt.Errorf("virtualnode: podworkers: %w", err)
 	}
 	if cfg.API != nil {
 		if err := a.buildAPI(); err != nil {

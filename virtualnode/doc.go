@@ -1,0 +1,112 @@
+// Package virtualnode is the virtual-kubelet-style seam of nodekit: a
+// Provider runs pods somewhere else (a cloud container service, a remote
+// cluster, an edge fleet, a simulator), and an Agent assembled from
+// nodekit's blocks makes one or many Kubernetes nodes of it in one process,
+// with a bounded number of goroutines whatever the node count. The
+// Provider sees pods, not the API: the Agent registers the nodes, keeps
+// their leases and status, watches the pods bound to them, runs each pod's
+// state machine, writes pod status, deletes finished pods and serves the
+// kubelet API. Package simulated is a Provider whose pods live in memory.
+//
+// # Model
+//
+//   - Liveness: one lease.Controller renews every node's Lease (many-node
+//     mode: one timer, a pool of LeaseWorkers, first renewals spread over the
+//     renew interval).
+//   - Status: one nodestatus.Controller per node, with a short setter list:
+//     fixed capacity (MachineInfo), GoRuntime, address and version info, the
+//     three pressure conditions (always False) and Ready, whose runtime
+//     errors are the Provider's Healthy. Run does not start a goroutine per
+//     node: a one-second loop hands due nodes to StatusWorkers goroutines
+//     that call Sync (every second until the node is reported Ready, then
+//     every StatusUpdateFrequency). nodestatus patches only on change.
+//   - Pods: one shared informer watches every pod bound to a node (a field
+//     selector cannot name several nodes) and the handlers keep those of the
+//     managed nodes. They go to one podworkers.Workers whose Syncer calls the
+//     Provider: SyncPod creates the pod and reports its status,
+//     SyncTerminatingPod stops it within the grace period, SyncTerminatedPod
+//     reports the final status and, for a pod being deleted, deletes it with
+//     grace 0 (what the kubelet's status manager does). A pod's status is
+//     patched (strategic merge, UID precondition) only when it differs from
+//     the last one sent.
+//   - The same loop polls podworkers' due pods every second and runs
+//     housekeeping (SyncKnownPods) every two, like the kubelet's sync loop.
+//     Providers that implement PodNotifier get a sync of a pod as soon as they
+//     report it changed. This loop stands where syncloop and pleg stand in
+//     a CRI agent: a provider has no CRI runtime to relist (its
+//     notifications are the evented PLEG), and syncloop's per-node sources
+//     would mean a watch or a snapshot diff per node where one shared
+//     informer serves all.
+//   - Kubelet API (Config.API): one kubeletapi.Server in MultiNode mode for
+//     all nodes, whose port every node reports in
+//     status.daemonEndpoints. It lists the agent's pods with their latest
+//     status and serves kubectl logs, exec, attach and port-forward through
+//     the Provider's optional LogProvider and ExecProvider (in process, with
+//     kubeletapi.NewInlineStreamer). It runs inside Run and stops with it.
+//
+// # Porting a virtual-kubelet provider
+//
+// A provider written for virtual-kubelet (node.PodLifecycleHandler,
+// node.PodNotifier, nodeutil.Provider, node.NodeProvider) maps onto this
+// package method by method; Example_virtualKubeletProvider is a small
+// adapter that does it.
+//
+//	virtual-kubelet                      virtualnode
+//	CreatePod(ctx, pod)                  Provider.CreatePod(ctx, pod): called on every sync of a
+//	                                     running pod, so the adapter calls CreatePod the first
+//	                                     time and UpdatePod when the spec's generation moved
+//	UpdatePod(ctx, pod)                  (the same call, see above)
+//	DeletePod(ctx, pod)                  Provider.DeletePod(ctx, pod, grace): blocks until the
+//	                                     containers stopped (the adapter waits for a terminal
+//	                                     GetPodStatus); the Agent then writes the final status
+//	                                     and deletes the pod object, which a VK provider must
+//	                                     not do itself
+//	GetPodStatus(ctx, ns, name)          Provider.PodStatus(ctx, pod); "not found" is nil, nil
+//	GetPod, GetPods                      not needed: the Agent's informer and pod workers own the
+//	                                     set of pods; housekeeping calls Provider.ForgetPod for
+//	                                     each pod that is gone
+//	PodNotifier.NotifyPods(ctx, cb)      PodNotifier.NotifyPods(notify): report a UID, the
+//	                                     Agent reads the status back through PodStatus
+//	GetContainerLogs(ns, pod, c, opts)   LogProvider.ContainerLogs: write to stdout and stderr
+//	                                     instead of returning a reader; opts is the API's
+//	                                     v1.PodLogOptions
+//	RunInContainer, AttachToContainer,   ExecProvider (kubeletapi.ContainerRuntime): Exec,
+//	PortForward                          Attach, PortForward with the streams as arguments
+//	NodeProvider.Ping                    Provider.Healthy (must not block: keep the last
+//	                                     ping's result)
+//	NodeProvider.NotifyNodeStatus        not needed: nodestatus setters compute the Node
+//	GetStatsSummary, GetMetricsResource  not served yet: no /stats/summary or /metrics/resource
+//
+// What a ported provider gains: the kubelet's pod state machine (podworkers:
+// one worker per pod, grace periods that only shorten, termination ordered
+// before deletion), status written only on change with a UID precondition,
+// many nodes per process with one lease controller, an injected clock for
+// tests, and the kubelet API's authentication and authorization.
+//
+// # Host duties
+//
+//  1. Build clients: a main client for pods and nodes and a heartbeat client
+//     (lease.HeartbeatRESTConfig). One credential serves every node; with node
+//     identities (Node authorizer, NodeRestriction) each node would need its
+//     own credential, which this package does not do yet.
+//  2. Pick a Provider: simulated.New, your own, or an adapted
+//     virtual-kubelet provider.
+//  3. New(Config) and Run(ctx) in a goroutine; cancel ctx to stop. The Nodes
+//     and Leases are left behind: the control plane marks the nodes
+//     NotReady once their leases expire.
+//
+// # Allowed edges
+//
+// virtualnode is an assembly: it imports the lease, nodestatus, podworkers
+// and kubeletapi blocks (and the leaves).
+//
+// # Differences from a kubelet
+//
+//   - No node informer: nodestatus diffs against the Node it wrote last.
+//   - No probes, volumes, images, eviction or static pods; the Provider owns
+//     everything below "pod is running".
+//   - One kubelet API server and one port for all nodes, authorized on every
+//     node (no node name in the review); no stats, metrics or /run.
+//   - Node status Ready is recomputed every StatusUpdateFrequency; a change of
+//     provider health is not pushed sooner.
+package virtualnode

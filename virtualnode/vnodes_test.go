@@ -1,0 +1,59 @@
+package virtualnode
+
+import (
+	"github.com/nodekit/nodekit/virtualnode/simulated"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func testPod(policy v1.RestartPolicy, ann map[string]string) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid-1", Annotations: ann},
+		Spec: v1.PodSpec{NodeName: "n", RestartPolicy: policy,
+			Containers: []v1.Container{{Name: "c", Image: "img"}}},
+	}
+}
+
+func TestPodStatusPatch(t *testing.T) {
+	pod := testPod(v1.RestartPolicyAlways, nil)
+	old := &v1.PodStatus{Phase: v1.PodPending, PodIP: "10.64.0.1"}
+	st := &v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.64.0.1"}
+	require.True(t, StatusChanged(old, st))
+	patch, err := PodStatusPatch(pod.UID, old, st)
+	require.NoError(t, err)
+	require.Contains(t, string(patch), `"uid":"uid-1"`)
+	require.Contains(t, string(patch), `"phase":"Running"`)
+	require.NotContains(t, string(patch), `"podIP"`, "unchanged fields are not sent")
+}
+
+func TestNewInvalidConfig(t *testing.T) {
+	cs := fake.NewClientset()
+	sim, err := simulated.New(simulated.Config{})
+	require.NoError(t, err)
+	tests := []struct {
+		name string
+		cfg  Config
+	}{
+		{"no client", Config{Nodes: []string{"a"}, Provider: sim}},
+		{"no provider", Config{Client: cs, Nodes: []string{"a"}}},
+		{"no nodes", Config{Client: cs, Provider: sim}},
+		{"empty name", Config{Client: cs, Nodes: []string{""}, Provider: sim}},
+		{"duplicate", Config{Client: cs, Nodes: []string{"a", "a"}, Provider: sim}},
+		{"negative", Config{Client: cs, Nodes: []string{"a"}, CPU: -1, Provider: sim}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(tc.cfg)
+			require.ErrorIs(t, err, ErrInvalidConfig)
+		})
+	}
+	_, err = New(Config{Client: cs, Nodes: []string{"a", "b"}, Provider: sim})
+	require.NoError(t, err)
+}
