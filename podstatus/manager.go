@@ -56,6 +56,20 @@ type Config struct {
 	// kubelet_terminated_containers_total{container_type, exit_code,
 	// reason}: each container counted once as its status turns terminated.
 	Registerer prometheus.Registerer
+	// Observer, if set, is told of each status patch the API server
+	// accepted and of each pod whose status the Manager forgets;
+	// podstartup.Tracker is one (the pod startup SLI). It must not block.
+	Observer Observer
+}
+
+// Observer is what Config.Observer is told.
+type Observer interface {
+	// StatusWritten is called with the pod the API server returned after
+	// a status patch.
+	StatusWritten(pod *v1.Pod)
+	// Forget is called when the Manager drops a pod's status: the pod is
+	// gone, or its deletion was finished.
+	Forget(uid types.UID)
 }
 
 // Manager caches the latest status of every pod and writes it to the API
@@ -298,7 +312,7 @@ func (m *Manager) RemoveOrphans(keep func(types.UID) bool) {
 	defer m.mu.Unlock()
 	for uid, e := range m.entries {
 		if !e.finish && !keep(uid) {
-			delete(m.entries, uid)
+			m.dropLocked(uid)
 		}
 	}
 }
@@ -435,12 +449,16 @@ func (m *Manager) Sync(ctx context.Context, uid types.UID) error {
 	couldRun := m.cfg.CouldHaveRunningContainers(uid)
 	merged := Merge(pod, found.Status, status, couldRun, metav1.NewTime(m.cfg.Clock.Now()))
 	if !equality.Semantic.DeepEqual(found.Status, merged) {
-		if err := patchStatus(ctx, m.cfg.Client, found, merged); err != nil {
+		patched, err := patchStatus(ctx, m.cfg.Client, found, merged)
+		if err != nil {
 			if apierrors.IsNotFound(err) && !kubetypes.IsStatic(pod) {
 				m.forget(uid)
 				return nil
 			}
 			return err
+		}
+		if m.cfg.Observer != nil {
+			m.cfg.Observer.StatusWritten(patched)
 		}
 	}
 	// A terminal phase held back is not written yet: the next status (or
@@ -474,44 +492,51 @@ func (m *Manager) markWritten(uid types.UID, version uint64, done bool) {
 		e.written = version
 	}
 	if done && e.version == version {
-		delete(m.entries, uid)
+		m.dropLocked(uid)
 	}
 }
 
 func (m *Manager) forget(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.dropLocked(uid)
+}
+
+func (m *Manager) dropLocked(uid types.UID) {
 	delete(m.entries, uid)
+	if m.cfg.Observer != nil {
+		m.cfg.Observer.Forget(uid)
+	}
 }
 
 // patchStatus sends the change from found's status to status as a strategic
 // merge patch guarded by found's UID.
-func patchStatus(ctx context.Context, client kubernetes.Interface, found *v1.Pod, status v1.PodStatus) error {
+func patchStatus(ctx context.Context, client kubernetes.Interface, found *v1.Pod, status v1.PodStatus) (*v1.Pod, error) {
 	oldJSON, err := json.Marshal(v1.Pod{Status: found.Status})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	newJSON, err := json.Marshal(v1.Pod{Status: status})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	patch, err := strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, v1.Pod{})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var body map[string]any
 	if err := json.Unmarshal(patch, &body); err != nil {
-		return err
+		return nil, err
 	}
 	body["metadata"] = map[string]any{"uid": string(found.UID)}
 	if patch, err = json.Marshal(body); err != nil {
-		return err
+		return nil, err
 	}
-	_, err = client.CoreV1().Pods(found.Namespace).Patch(ctx, found.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	patched, err := client.CoreV1().Pods(found.Namespace).Patch(ctx, found.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 	if err != nil {
-		return fmt.Errorf("patch status of pod %s/%s: %w", found.Namespace, found.Name, err)
+		return nil, fmt.Errorf("patch status of pod %s/%s: %w", found.Namespace, found.Name, err)
 	}
-	return nil
+	return patched, nil
 }
 
 // WithStatus returns a copy of pod carrying the latest status set for it

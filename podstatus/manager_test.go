@@ -89,6 +89,28 @@ func TestSyncWritesOnlyWhatTheKubeletOwns(t *testing.T) {
 	}
 }
 
+type observer struct {
+	written []v1.PodPhase
+	forgot  []types.UID
+}
+
+func (o *observer) StatusWritten(pod *v1.Pod) { o.written = append(o.written, pod.Status.Phase) }
+func (o *observer) Forget(uid types.UID)      { o.forgot = append(o.forgot, uid) }
+
+func TestObserverSeesWritesAndForgets(t *testing.T) {
+	ctx := context.Background()
+	pod := apiPod("u1")
+	c := fake.NewClientset(pod)
+	o := &observer{}
+	m := newManager(t, Config{Client: c, Observer: o})
+	m.SetPodStatus(pod, runningStatus(true, "containerd://a"))
+	require.NoError(t, m.Sync(ctx, "u1"))
+	require.NoError(t, m.Sync(ctx, "u1")) // unchanged: no patch
+	assert.Equal(t, []v1.PodPhase{v1.PodRunning}, o.written, "the pod the API returned")
+	m.RemoveOrphans(func(types.UID) bool { return false })
+	assert.Equal(t, []types.UID{"u1"}, o.forgot)
+}
+
 func TestSyncNeverWritesARecreatedPod(t *testing.T) {
 	ctx := context.Background()
 	old := apiPod("old")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 	"path/filepath"
 	"sync"
 
@@ -165,8 +166,20 @@ type Config struct {
 	// Recorder receives the kubelet's pod and container events; nil
 	// drops them.
 	Recorder record.EventRecorder
+	// InitContainers, if set, is told when each regular init container
+	// starts and when the runtime reports it exited; podstartup.Tracker is
+	// one (the pod startup SLI leaves init containers out). It must not
+	// block.
+	InitContainers InitContainerObserver
 	// Clock drives back-offs and deadlines; nil means the real clock.
 	Clock clock.WithTicker
+}
+
+// InitContainerObserver is what Config.InitContainers is told. Finished
+// may be called again for an exit already reported.
+type InitContainerObserver interface {
+	InitContainerStarted(podUID types.UID, at time.Time)
+	InitContainerFinished(podUID types.UID, at time.Time)
 }
 
 // Syncer is a podworkers.Syncer over a CRI runtime, the SyncPod half of
@@ -195,6 +208,7 @@ type Syncer struct {
 	cgroups        *cgroups.Manager
 	activePods     func() []*v1.Pod
 	alloc          *allocation.Manager
+	initObserver   InitContainerObserver
 }
 
 var _ podworkers.Syncer = (*Syncer)(nil)
@@ -252,7 +266,7 @@ func New(cfg Config) (*Syncer, error) {
 		logsDir: cfg.PodLogsDir, volumes: cfg.Volumes, objects: cfg.Objects, node: cfg.Node, services: cfg.Services,
 		net: cfg.Network, nodeHostsFile: cfg.NodeHostsFile, maskedPaths: masked,
 		seccompRoot: filepath.Clean(cfg.SeccompRoot), runtimeHandler: cfg.RuntimeClass, cgroups: cfg.Cgroups,
-		activePods: cfg.ActivePods, alloc: cfg.Allocation}
+		activePods: cfg.ActivePods, alloc: cfg.Allocation, initObserver: cfg.InitContainers}
 	s.status = &statusWriter{mgr: cfg.Status, clock: cfg.Clock, runtimeName: cfg.RuntimeName, backoff: backoff,
 		alloc: cfg.Allocation, hostIPs: s.hostIPs, probes: cfg.Probes}
 	return s, nil

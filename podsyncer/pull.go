@@ -35,6 +35,9 @@ type ImagePullerConfig struct {
 	Recorder record.EventRecorder
 	// Clock drives the pull back-off; nil means the real clock.
 	Clock clock.Clock
+	// Pulls, if set, is told when each pod's pulls start and end
+	// (images.Config.Pulls); podstartup.Tracker is one.
+	Pulls images.PullObserver
 }
 
 // ImagePuller pulls the images of a node's pods — containers' for the
@@ -57,7 +60,7 @@ func NewImagePuller(cfg ImagePullerConfig) (*ImagePuller, error) {
 	if cfg.PodLogsDir == "" {
 		cfg.PodLogsDir = DefaultPodLogsDir
 	}
-	p, err := images.New(images.Config{Images: cfg.Images, Clock: cfg.Clock, MaxParallelPulls: cfg.MaxParallelPulls})
+	p, err := images.New(images.Config{Images: cfg.Images, Clock: cfg.Clock, MaxParallelPulls: cfg.MaxParallelPulls, Pulls: cfg.Pulls})
 	if err != nil {
 		return nil, fmt.Errorf("podsyncer: %w", err)
 	}

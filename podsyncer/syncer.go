@@ -194,6 +194,7 @@ func (s *Syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v
 		return true, nil // the pod worker stops its containers
 	}
 	pod = s.allocate(ctx, pod)
+	s.observeInitExits(pod, rtp)
 	plan := s.plan(pod, rtp)
 	if plan.Done {
 		// Finished for good: the pod worker terminates what still runs
@@ -401,9 +402,30 @@ func (s *Syncer) execute(ctx context.Context, pod *v1.Pod, rtp *podRuntime, plan
 			if st.Kind == podplan.Init || st.Kind == podplan.Sidecar {
 				break
 			}
+			continue
+		}
+		if st.Kind == podplan.Init && s.initObserver != nil {
+			s.initObserver.InitContainerStarted(pod.UID, s.clock.Now())
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// observeInitExits reports the exits of the pod's regular init containers
+// to Config.InitContainers.
+func (s *Syncer) observeInitExits(pod *v1.Pod, rtp *podRuntime) {
+	if s.initObserver == nil {
+		return
+	}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		if kubetypes.IsSidecar(c) {
+			continue
+		}
+		if st := rtp.latest(c.Name); st != nil && st.State == runtimeapi.ContainerState_CONTAINER_EXITED && st.FinishedAt != 0 {
+			s.initObserver.InitContainerFinished(pod.UID, time.Unix(0, st.FinishedAt))
+		}
+	}
 }
 
 // crashBackoff holds back the restart of an exited container while its

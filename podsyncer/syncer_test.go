@@ -146,8 +146,18 @@ func mountsOf(st *runtimeapi.ContainerStatus) []string {
 
 // Init containers run one at a time, in order; app containers start once
 // all succeeded, and init containers never run again in that sandbox.
+type initLog []string
+
+func (l *initLog) InitContainerStarted(_ types.UID, at time.Time) {
+	*l = append(*l, "start "+at.Sub(epoch).String())
+}
+func (l *initLog) InitContainerFinished(_ types.UID, at time.Time) {
+	*l = append(*l, "finish "+at.Sub(epoch).String())
+}
+
 func TestSyncPodRunsInitContainersInOrder(t *testing.T) {
-	h := newHarness(t)
+	var inits initLog
+	h := newHarness(t, func(cfg *podsyncer.Config, _ *harness) { cfg.InitContainers = &inits })
 	pod := newPod("init", ctr("app", appV1))
 	pod.Spec.InitContainers = []v1.Container{ctr("init1", initImg), ctr("init2", initImg)}
 
@@ -169,6 +179,7 @@ func TestSyncPodRunsInitContainersInOrder(t *testing.T) {
 	h.mustSync(pod) // init1 still runs: wait for it
 	assert.Empty(t, h.instances(pod, "init2"))
 
+	h.clk.Step(2 * time.Second)
 	h.exit(pod, "init1", 0)
 	h.mustSync(pod)
 	assert.Equal(t, running, h.latest(pod, "init2").State)
@@ -179,6 +190,7 @@ func TestSyncPodRunsInitContainersInOrder(t *testing.T) {
 	assert.Equal(t, "Completed", term.Reason)
 	assert.Equal(t, "containers with incomplete status: [init2]", podCondition(t, st, v1.PodInitialized).Message)
 
+	h.clk.Step(3 * time.Second)
 	h.exit(pod, "init2", 0)
 	h.mustSync(pod)
 	assert.Equal(t, running, h.latest(pod, "app").State)
@@ -190,6 +202,8 @@ func TestSyncPodRunsInitContainersInOrder(t *testing.T) {
 	h.mustSync(pod)
 	assert.Len(t, h.instances(pod, "init1"), 1, "an init container is not run again")
 	assert.Len(t, h.instances(pod, "init2"), 1)
+	// Each start once; each exit on every sync that sees it.
+	assert.Equal(t, initLog{"start 0s", "finish 2s", "start 2s", "finish 2s", "finish 5s", "finish 2s", "finish 5s"}, inits)
 }
 
 // A failed init container fails a pod that never restarts, and is

@@ -69,6 +69,12 @@ type Config struct {
 	// the pod is synced, for the host's status manager (upstream's
 	// SetContainerReadiness and SetContainerStartup). Optional.
 	OnProbeResult func(ctx context.Context, probe prober.ProbeType, update prober.Update)
+	// OnPodObserved is called with each pod of the API server source every
+	// time the source delivers it (static pods never), before the loop
+	// handles it: the kubelet's hook for the pod startup SLI
+	// (podstartup.Tracker.ObservedOnWatch). Optional; it must not block or
+	// modify the pod.
+	OnPodObserved func(pod *v1.Pod)
 
 	// SyncPeriod is how often PodsToSync is asked; default 1s.
 	SyncPeriod time.Duration

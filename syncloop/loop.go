@@ -88,6 +88,7 @@ func New(cfg Config) (*Loop, error) {
 	}
 	l.sources = append(l.sources, cfg.ExternalSources...)
 	l.merger = newMerger(cfg.Clock.Now, cfg.Recorder, l.enqueueConfig)
+	l.merger.observe = cfg.OnPodObserved
 	return l, nil
 }
 

@@ -119,6 +119,15 @@ func TestConfigOpsAndSourceAnnotations(t *testing.T) {
 	require.Empty(t, got)
 	require.True(t, m.seenAll([]string{"a", "b", "c"}))
 	require.False(t, m.seenAll([]string{"d"}))
+
+	// OnPodObserved sees every delivery of the API server source's pods,
+	// changed or not, and nothing of other sources.
+	var observed []string
+	m.observe = func(p *v1.Pod) { observed = append(observed, p.Name) }
+	m.set(ctx, APIServerSourceName, []*v1.Pod{testPod("p2", "v2")})
+	m.set(ctx, APIServerSourceName, []*v1.Pod{testPod("p2", "v2"), testPod("p3", "v3")})
+	m.set(ctx, "file", []*v1.Pod{testPod("s1", "w1")})
+	require.Equal(t, []string{"p2", "p2", "p3"}, observed)
 }
 
 func TestClassify(t *testing.T) {

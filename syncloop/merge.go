@@ -27,6 +27,8 @@ type merger struct {
 	now      func() time.Time
 	recorder record.EventRecorder
 	out      func(updates []PodUpdate)
+	// observe sees every pod of the API server source (Config.OnPodObserved).
+	observe func(*v1.Pod)
 }
 
 func newMerger(now func() time.Time, recorder record.EventRecorder, out func([]PodUpdate)) *merger {
@@ -76,6 +78,9 @@ func (m *merger) diff(ctx context.Context, source string, pods []*v1.Pod) []PodU
 			ref.Annotations = map[string]string{}
 		}
 		ref.Annotations[ConfigSourceAnnotationKey] = source
+		if m.observe != nil && source == APIServerSourceName {
+			m.observe(ref)
+		}
 		existing, found := old[ref.UID]
 		if !found {
 			ref.Annotations[ConfigFirstSeenAnnotationKey] = m.now().Format(time.RFC3339Nano)

@@ -104,9 +104,15 @@ func request(image string, policy v1.PullPolicy, k *Keyring) Request {
 		Container: &v1.Container{Name: "c", Image: image, ImagePullPolicy: policy}, Keyring: k}
 }
 
+type pullLog []string
+
+func (l *pullLog) ImagePullStarted(uid types.UID)  { *l = append(*l, "start "+string(uid)) }
+func (l *pullLog) ImagePullFinished(uid types.UID) { *l = append(*l, "finish "+string(uid)) }
+
 func TestEnsurePolicies(t *testing.T) {
 	f := &fakeImages{present: map[string]bool{"have:1": true}}
-	p, err := New(Config{Images: f, Clock: clocktesting.NewFakeClock(time.Unix(0, 0))})
+	var pulls pullLog
+	p, err := New(Config{Images: f, Clock: clocktesting.NewFakeClock(time.Unix(0, 0)), Pulls: &pulls})
 	require.NoError(t, err)
 	var events []string
 	ev := func(e Event) { events = append(events, e.Reason+": "+e.Message) }
@@ -124,6 +130,10 @@ func TestEnsurePolicies(t *testing.T) {
 	assert.Equal(t, []string{""}, f.pulls, "Always pulls even when present")
 	assert.Equal(t, []string{`Pulling: Pulling image "have:1"`,
 		`Pulled: Successfully pulled image "have:1" in 0s (0s including waiting). Image size: 42 bytes.`}, events)
+
+	uid := request("x", v1.PullNever, nil).Pod.UID
+	assert.Equal(t, pullLog{"finish " + string(uid), "start " + string(uid), "finish " + string(uid)}, pulls,
+		"present (ends a pull another pod made), then pulled")
 
 	_, err = p.Ensure(ctx, request("missing:1", v1.PullNever, nil), func(Event) {})
 	var ie *Error

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
 	criapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -53,6 +54,17 @@ type Config struct {
 	// serializes them, the kubelet's default (serializeImagePulls); a
 	// negative value leaves them unbounded.
 	MaxParallelPulls int
+	// Pulls, if set, is told when a pull for a pod starts (before it waits
+	// for a pull slot) and when a pull succeeded or the image turned out
+	// present after all; podstartup.Tracker is one (the pod startup SLI
+	// leaves pulls out). It must not block.
+	Pulls PullObserver
+}
+
+// PullObserver is what Config.Pulls is told.
+type PullObserver interface {
+	ImagePullStarted(podUID types.UID)
+	ImagePullFinished(podUID types.UID)
 }
 
 // Puller makes images present. It is safe for concurrent use; pulls wait
@@ -111,6 +123,9 @@ func (p *Puller) Ensure(ctx context.Context, r Request, event func(Event)) (stri
 		st, err := p.cfg.Images.ImageStatus(ctx, spec, false)
 		if err == nil && st.GetImage() != nil {
 			event(Event{v1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine", c.Image)})
+			if p.cfg.Pulls != nil {
+				p.cfg.Pulls.ImagePullFinished(r.Pod.UID) // pulled meanwhile by another pod
+			}
 			return st.GetImage().GetId(), nil
 		}
 	}
@@ -128,6 +143,9 @@ func (p *Puller) Ensure(ctx context.Context, r Request, event func(Event)) (stri
 		}
 		return "", &Error{ReasonImagePullBackOff, msg}
 	}
+	if p.cfg.Pulls != nil {
+		p.cfg.Pulls.ImagePullStarted(r.Pod.UID)
+	}
 	event(Event{v1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", c.Image)})
 	start := p.cfg.Clock.Now()
 	ref, pulling, err := p.pull(ctx, spec, r.Keyring.Lookup(c.Image), r.Sandbox)
@@ -139,6 +157,9 @@ func (p *Puller) Ensure(ctx context.Context, r Request, event func(Event)) (stri
 		return "", &Error{ReasonErrImagePull, msg}
 	}
 	p.succeeded(key)
+	if p.cfg.Pulls != nil {
+		p.cfg.Pulls.ImagePullFinished(r.Pod.UID)
+	}
 	took := p.cfg.Clock.Since(start)
 	size := ""
 	if st, err := p.cfg.Images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: ref}, false); err == nil && st.GetImage() != nil {

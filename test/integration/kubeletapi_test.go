@@ -319,6 +319,14 @@ func TestKubeletAPIThroughAPIServer(t *testing.T) {
 		body, err = proxy("healthz")
 		require.NoError(t, err)
 		require.Equal(t, "ok", string(body))
+
+		// The pod startup SLI: both pods were created, seen running on the
+		// watch after their status was written, and measured.
+		eventually(t, "the pod start SLI counts the two pods", func() bool {
+			body, err := proxy("metrics")
+			return err == nil && strings.Contains(string(body), "kubelet_pod_start_sli_duration_seconds_count 2") &&
+				strings.Contains(string(body), "kubelet_pod_start_total_duration_seconds_count 2")
+		})
 	})
 
 	t.Run("direct", func(t *testing.T) {

@@ -40,6 +40,7 @@ import (
 	"github.com/nodekit/nodekit/pleg"
 	"github.com/nodekit/nodekit/podhandler"
 	"github.com/nodekit/nodekit/podmanager"
+	"github.com/nodekit/nodekit/podstartup"
 	"github.com/nodekit/nodekit/podstatus"
 	"github.com/nodekit/nodekit/podsyncer"
 	"github.com/nodekit/nodekit/podsyncer/podnet"
@@ -74,6 +75,7 @@ type Agent struct {
 	nodeStatus *nodestatus.Controller
 	lease      *lease.Controller
 	statusMgr  *podstatus.Manager
+	startup    *podstartup.Tracker
 	// lastRuntimeStatus is the runtime's latest answer to Status.
 	lastRuntimeStatus atomic.Pointer[runtimeapi.StatusResponse]
 	syncer            *podsyncer.Syncer
@@ -261,8 +263,15 @@ func (a *Agent) build(ctx context.Context) error {
 		Clock: a.opts.Clock, Registerer: a.registry}); err != nil {
 		return err
 	}
+	// The pod startup SLI: the pod source, the status writer, the image
+	// puller and the syncer each tell it their part.
+	logger := klog.FromContext(ctx)
+	if a.startup, err = podstartup.New(podstartup.Config{Clock: a.opts.Clock, Registerer: a.registry, Logger: &logger}); err != nil {
+		return err
+	}
 	if a.statusMgr, err = podstatus.New(podstatus.Config{Client: a.client, Clock: a.opts.Clock, Registerer: a.registry,
-		CouldHaveRunningContainers: func(uid types.UID) bool { return a.workers.CouldHaveRunningContainers(uid) }}); err != nil {
+		CouldHaveRunningContainers: func(uid types.UID) bool { return a.workers.CouldHaveRunningContainers(uid) },
+		Observer:                   a.startup}); err != nil {
 		return err
 	}
 	mounter := volumes.HostMounter
@@ -289,7 +298,8 @@ func (a *Agent) build(ctx context.Context) error {
 		return err
 	}
 	puller, err := podsyncer.NewImagePuller(podsyncer.ImagePullerConfig{Images: a.images, Secrets: objs,
-		MaxParallelPulls: a.opts.MaxParallelImagePulls, PodLogsDir: a.opts.PodLogsDir, Recorder: a.recorder, Clock: a.opts.Clock})
+		MaxParallelPulls: a.opts.MaxParallelImagePulls, PodLogsDir: a.opts.PodLogsDir, Recorder: a.recorder, Clock: a.opts.Clock,
+		Pulls: a.startup})
 	if err != nil {
 		return err
 	}
@@ -300,7 +310,7 @@ func (a *Agent) build(ctx context.Context) error {
 	}
 	syncCfg := podsyncer.Config{Runtime: a.rt, Images: a.images, RuntimeName: a.runtimeID, Status: a.statusMgr,
 		Volumes: a.volumes, Puller: puller, States: a.pleg, Probes: a.probes, Node: nodeView{a}, Cgroups: a.cgroups,
-		ActivePods: a.activePods, Allocation: a.alloc,
+		ActivePods: a.activePods, Allocation: a.alloc, InitContainers: a.startup,
 		PodLogsDir: a.opts.PodLogsDir, SeccompRoot: filepath.Join(a.opts.RootDir, "seccomp"), Recorder: a.recorder, Clock: a.opts.Clock,
 		Network: podnet.Config{ClusterDNS: a.opts.ClusterDNS, ClusterDomain: a.opts.ClusterDomain, ResolvConf: a.opts.ResolvConf}}
 	if a.sim != nil {
@@ -536,6 +546,7 @@ func (a *Agent) buildLoop() error {
 		RuntimeHealth: a.pleg.Healthy,
 		PodsToSync:    a.handler.PodsToSync,
 		PodByUID:      a.handler.PodByUID,
+		OnPodObserved: a.startup.ObservedOnWatch,
 		Recorder:      a.recorder, Clock: a.opts.Clock, Registerer: a.registry,
 	})
 	return err
