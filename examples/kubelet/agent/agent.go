@@ -13,8 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -80,8 +81,7 @@ type Agent struct {
 	lastRuntimeStatus atomic.Pointer[runtimeapi.StatusResponse]
 	syncer            *podsyncer.Syncer
 	summary           eviction.SummaryProvider
-	objects           *objects.Cache                  // nil standalone
-	informers         informers.SharedInformerFactory // services, for env; nil standalone
+	objects           *objects.Cache // nil standalone
 	services          cache.SharedIndexInformer
 	volumes           *volumes.Manager
 	cgroups           *cgroups.Manager // nil on the simulator or without pod cgroups
@@ -284,8 +284,7 @@ func (a *Agent) build(ctx context.Context) error {
 			return err
 		}
 		objs = a.objects
-		a.informers = informers.NewSharedInformerFactory(a.client, 0)
-		a.services = a.informers.Core().V1().Services().Informer()
+		a.services = newServiceInformer(a.client)
 	}
 	if err := a.buildCgroups(); err != nil {
 		return err
@@ -364,6 +363,18 @@ type nodeView struct{ a *Agent }
 func (n nodeView) HostIPs() []string            { return n.a.hostIPs() }
 func (n nodeView) Allocatable() v1.ResourceList { return n.a.allocatable() }
 func (n nodeView) MemoryCapacity() int64        { return n.a.memoryCapacity() }
+
+// newServiceInformer watches every service, for the containers'
+// environment (one informer rather than client-go's factory, which links
+// every API group's informers into the binary).
+func newServiceInformer(client kubernetes.Interface) cache.SharedIndexInformer {
+	svcs := client.CoreV1().Services(metav1.NamespaceAll)
+	lw := &cache.ListWatch{
+		ListWithContextFunc:  func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return svcs.List(ctx, o) },
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return svcs.Watch(ctx, o) },
+	}
+	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &v1.Service{}, 0, cache.Indexers{})
+}
 
 // serviceList lists the services the informer holds.
 type serviceList struct{ inf cache.SharedIndexInformer }

@@ -63,9 +63,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	a.listeners = nil // the API server owns and closes them from here
-	if a.informers != nil {
-		a.informers.Start(ctx.Done())
-		defer a.informers.Shutdown()
+	if a.services != nil {
+		start("services", func(ctx context.Context) error { a.services.RunWithContext(ctx); return nil })
 	}
 	start("kubeletapi", a.api.Run)
 	start("pleg", a.pleg.Run)
