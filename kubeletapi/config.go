@@ -1,6 +1,7 @@
 package kubeletapi
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	authenticationclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
 
 // Defaults of the kubelet (v1.36).
@@ -117,6 +119,13 @@ type Config struct {
 	Runner Runner
 	// Summary backs /stats/summary and /metrics/resource. nil answers 501.
 	Summary SummaryProvider
+	// NodeSummary backs, in MultiNode mode, each node's stats at
+	// /stats/nodes/{node}/summary and /metrics/nodes/{node}/metrics/resource
+	// (the path a node names in its metrics.k8s.io/resource-metrics-path
+	// annotation, which metrics-server v0.7 and later scrapes instead of
+	// /metrics/resource). It returns nil, nil for a node it does not serve
+	// (404). nil: those paths are not served.
+	NodeSummary func(ctx context.Context, node string) (*statsapi.Summary, error)
 	// HealthChecks are added to /healthz after ping and log (e.g.
 	// syncloop, pleg).
 	HealthChecks []HealthCheck
@@ -190,6 +199,9 @@ func (c *Config) defaults() error {
 	}
 	if c.NodeName != "" && c.MultiNode {
 		errs = append(errs, errors.New("NodeName and MultiNode are exclusive"))
+	}
+	if c.NodeSummary != nil && !c.MultiNode {
+		errs = append(errs, errors.New("NodeSummary needs MultiNode"))
 	}
 	if c.Pods == nil {
 		//lint:ignore ST1005 Pods is the field's name

@@ -172,6 +172,49 @@ func TestResourceMetrics(t *testing.T) {
 	require.NotContains(t, w.Body.String(), "node_cpu_usage_seconds_total ")
 }
 
+func TestNodeSummaries(t *testing.T) {
+	srv, _ := newServer(t, func(c *kubeletapi.Config) {
+		c.NodeName, c.MultiNode = "", true
+		c.NodeSummary = func(_ context.Context, node string) (*statsapi.Summary, error) {
+			switch node {
+			case "vn-1":
+				sum := testSummary()
+				sum.Node.NodeName = node
+				return sum, nil
+			case "broken":
+				return nil, errors.New("provider down")
+			}
+			return nil, nil
+		}
+	})
+	h := srv.Handler()
+	w := get(h, "/stats/nodes/vn-1/summary?only_cpu_and_memory=true")
+	require.Equal(t, http.StatusOK, w.Code)
+	var sum statsapi.Summary
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &sum))
+	require.Equal(t, "vn-1", sum.Node.NodeName)
+	require.Nil(t, sum.Node.Fs)
+
+	w = get(h, "/metrics/nodes/vn-1/metrics/resource")
+	require.Equal(t, http.StatusOK, w.Code)
+	require.Contains(t, w.Body.String(), `pod_cpu_usage_seconds_total{namespace="ns",pod="p"} 2.5`)
+
+	for _, path := range []string{"/stats/nodes/vn-2/summary", "/metrics/nodes/vn-2/metrics/resource"} {
+		w = get(h, path)
+		require.Equal(t, http.StatusNotFound, w.Code, path)
+		require.Equal(t, "node \"vn-2\" is not served here\n", w.Body.String())
+	}
+	require.Equal(t, http.StatusInternalServerError, get(h, "/stats/nodes/broken/summary").Code)
+	require.Contains(t, get(h, "/metrics/nodes/broken/metrics/resource").Body.String(), "resource_scrape_error 1\n")
+
+	// A single node has no such paths.
+	srv, _ = newServer(t, nil)
+	require.Equal(t, http.StatusNotFound, get(srv.Handler(), "/metrics/nodes/vn-1/metrics/resource").Code)
+	_, err := kubeletapi.New(kubeletapi.Config{NodeName: "n", Pods: nil,
+		NodeSummary: func(context.Context, string) (*statsapi.Summary, error) { return nil, nil }})
+	require.ErrorContains(t, err, "NodeSummary needs MultiNode")
+}
+
 func TestMetricsEndpoints(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	probes := prometheus.NewRegistry()

@@ -65,6 +65,10 @@ func (s *Server) routes(full bool) *http.ServeMux {
 	mux.HandleFunc("GET /pods/", s.pods)
 	mux.HandleFunc("GET /stats/summary", s.summary)
 	mux.HandleFunc("GET /metrics/resource", s.resourceMetrics)
+	if s.cfg.NodeSummary != nil {
+		mux.HandleFunc("GET /stats/nodes/{node}/summary", s.nodeSummary)
+		mux.HandleFunc("GET /metrics/nodes/{node}/metrics/resource", s.nodeResourceMetrics)
+	}
 	if s.cfg.Metrics != nil {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Metrics, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	}

@@ -2,6 +2,7 @@ package kubeletapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +18,30 @@ func (s *Server) summary(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "stats are not supported by this node", http.StatusNotImplemented)
 		return
 	}
+	serveSummary(w, r, s.cfg.Summary.Get)
+}
+
+// nodeSummary answers /stats/nodes/{node}/summary (MultiNode).
+func (s *Server) nodeSummary(w http.ResponseWriter, r *http.Request) {
+	get, ok := s.nodeSummaryGetter(w, r)
+	if ok {
+		serveSummary(w, r, get)
+	}
+}
+
+// nodeSummaryGetter reads the summary of the request's {node} once and
+// returns it as a getter; a node not served is answered 404.
+func (s *Server) nodeSummaryGetter(w http.ResponseWriter, r *http.Request) (func(context.Context) (*statsapi.Summary, error), bool) {
+	node := r.PathValue("node")
+	sum, err := s.cfg.NodeSummary(r.Context(), node)
+	if err == nil && sum == nil {
+		http.Error(w, fmt.Sprintf("node %q is not served here", node), http.StatusNotFound)
+		return nil, false
+	}
+	return func(context.Context) (*statsapi.Summary, error) { return sum, err }, true
+}
+
+func serveSummary(w http.ResponseWriter, r *http.Request, get func(context.Context) (*statsapi.Summary, error)) {
 	only := false
 	if v := r.URL.Query().Get("only_cpu_and_memory"); v != "" {
 		var err error
@@ -25,7 +50,7 @@ func (s *Server) summary(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	sum, err := s.cfg.Summary.Get(r.Context())
+	sum, err := get(r.Context())
 	if err != nil {
 		http.Error(w, "Internal Error: failed to get node stats summary: "+err.Error(), http.StatusInternalServerError)
 		return
@@ -58,8 +83,20 @@ func (s *Server) resourceMetrics(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "stats are not supported by this node", http.StatusNotImplemented)
 		return
 	}
+	serveResourceMetrics(w, r, s.cfg.Summary.Get)
+}
+
+// nodeResourceMetrics answers /metrics/nodes/{node}/metrics/resource
+// (MultiNode).
+func (s *Server) nodeResourceMetrics(w http.ResponseWriter, r *http.Request) {
+	if get, ok := s.nodeSummaryGetter(w, r); ok {
+		serveResourceMetrics(w, r, get)
+	}
+}
+
+func serveResourceMetrics(w http.ResponseWriter, r *http.Request, get func(context.Context) (*statsapi.Summary, error)) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(&resourceCollector{ctx: r.Context(), summary: s.cfg.Summary})
+	reg.MustRegister(&resourceCollector{ctx: r.Context(), summary: SummaryProviderFunc(get)})
 	promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}).ServeHTTP(w, r)
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,6 +39,7 @@ type Agent struct {
 	pods    cache.SharedIndexInformer
 	syncer  *syncer
 	running atomic.Bool
+	started time.Time // when Run started: the nodes' stats start time
 	// dispatch serialises the informer's pod deliveries with housekeeping,
 	// as the kubelet's one sync loop goroutine does: a pod delivered between
 	// housekeeping's snapshot of the informer and its SyncKnownPods would

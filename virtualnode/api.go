@@ -109,6 +109,9 @@ func (a *Agent) buildAPI() error {
 	if lp, ok := a.cfg.Provider.(LogProvider); ok {
 		cfg.Logs = lp
 	}
+	if _, ok := a.cfg.Provider.(StatsProvider); ok {
+		cfg.NodeSummary = a.nodeSummary
+	}
 	if ep, ok := a.cfg.Provider.(ExecProvider); ok {
 		st, err := kubeletapi.NewInlineStreamer(ep, c.StreamIdleTimeout, 0)
 		if err != nil {

@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	clocktesting "k8s.io/utils/clock/testing"
 	utilexec "k8s.io/utils/exec"
 
@@ -53,15 +54,18 @@ func TestAgentKubeletAPI(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
 
-	// Every node reports the shared server's port.
+	// Every node reports the shared server's port, and the path of its
+	// resource metrics (the simulator measures its pods).
 	for _, name := range []string{"vn-0", "vn-1"} {
 		require.Eventually(t, func() bool {
 			n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-			return err == nil && n.Status.DaemonEndpoints.KubeletEndpoint.Port == int32(port)
+			return err == nil && n.Status.DaemonEndpoints.KubeletEndpoint.Port == int32(port) &&
+				n.Annotations[AnnotationResourceMetricsPath] == "/metrics/nodes/"+name+"/metrics/resource"
 		}, 10*time.Second, 10*time.Millisecond, name)
 	}
 
-	pod := testPod(v1.RestartPolicyAlways, map[string]string{simulated.AnnotationLog: "hello\nworld"})
+	pod := testPod(v1.RestartPolicyAlways, map[string]string{simulated.AnnotationLog: "hello\nworld",
+		simulated.AnnotationUsageCPU: "300m", simulated.AnnotationUsageMemory: "10Mi"})
 	pod.Spec.NodeName = "vn-1"
 	other := testPod(v1.RestartPolicyAlways, nil)
 	other.Name, other.UID, other.Spec.NodeName = "other", "uid-2", "elsewhere"
@@ -110,6 +114,26 @@ func TestAgentKubeletAPI(t *testing.T) {
 
 	code, _ = get("/healthz")
 	require.Equal(t, http.StatusOK, code)
+
+	// Stats: the node's running pods, summed as the node's usage.
+	code, body = get("/stats/nodes/vn-1/summary")
+	require.Equal(t, http.StatusOK, code, body)
+	var sum statsapi.Summary
+	require.NoError(t, json.Unmarshal([]byte(body), &sum))
+	require.Equal(t, "vn-1", sum.Node.NodeName)
+	require.Equal(t, uint64(300_000_000), *sum.Node.CPU.UsageNanoCores)
+	require.Equal(t, uint64(10<<20), *sum.Node.Memory.WorkingSetBytes)
+	require.Len(t, sum.Pods, 1)
+	require.Equal(t, statsapi.PodReference{Name: "p", Namespace: "ns", UID: "uid-1"}, sum.Pods[0].PodRef)
+	code, body = get("/metrics/nodes/vn-1/metrics/resource")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `pod_memory_working_set_bytes{namespace="ns",pod="p"} 1.048576e+07`)
+	require.Contains(t, body, `container_memory_working_set_bytes{container="c",namespace="ns",pod="p"} 1.048576e+07`)
+	code, body = get("/metrics/nodes/vn-0/metrics/resource")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, "node_memory_working_set_bytes 0", "no pods")
+	code, _ = get("/metrics/nodes/elsewhere/metrics/resource")
+	require.Equal(t, http.StatusNotFound, code, "not a node of this agent")
 
 	exec := func(cmd ...string) (string, string, error) {
 		t.Helper()

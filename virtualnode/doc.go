@@ -42,7 +42,10 @@
 //     status.daemonEndpoints. It lists the agent's pods with their latest
 //     status and serves kubectl logs, exec, attach and port-forward through
 //     the Provider's optional LogProvider and ExecProvider (in process, with
-//     kubeletapi.NewInlineStreamer). It runs inside Run and stops with it.
+//     kubeletapi.NewInlineStreamer), and each node's stats summary and
+//     resource metrics through its optional StatsProvider (for
+//     metrics-server, kubectl top and HPAs). It runs inside Run and stops
+//     with it.
 //
 // # Porting a virtual-kubelet provider
 //
@@ -75,7 +78,12 @@
 //	NodeProvider.Ping                    Provider.Healthy (must not block: keep the last
 //	                                     ping's result)
 //	NodeProvider.NotifyNodeStatus        not needed: nodestatus setters compute the Node
-//	GetStatsSummary, GetMetricsResource  not served yet: no /stats/summary or /metrics/resource
+//	GetStatsSummary                      StatsProvider.PodStats(ctx, pod): per pod; the Agent sums
+//	                                     each node's pods into its summary and serves it with
+//	                                     Config.API (see StatsProvider)
+//	GetMetricsResource                   not needed: the resource metrics are made from the
+//	                                     summary, per node, at the path the Node's
+//	                                     metrics.k8s.io/resource-metrics-path annotation names
 //
 // What a ported provider gains: the kubelet's pod state machine (podworkers:
 // one worker per pod, grace periods that only shorten, termination ordered
@@ -106,7 +114,8 @@
 //   - No probes, volumes, images, eviction or static pods; the Provider owns
 //     everything below "pod is running".
 //   - One kubelet API server and one port for all nodes, authorized on every
-//     node (no node name in the review); no stats, metrics or /run.
+//     node (no node name in the review); stats per node at their own paths
+//     (not /stats/summary); no /metrics or /run.
 //   - Node status Ready is recomputed every StatusUpdateFrequency; a change of
 //     provider health is not pushed sooner.
 package virtualnode

@@ -63,8 +63,12 @@ func newNode(cfg *Config, i int, name string, apiPort *atomic.Int32, setUID func
 	for k, v := range cfg.Labels {
 		labels[k] = v
 	}
+	var annotations map[string]string
+	if _, ok := cfg.Provider.(StatsProvider); ok && cfg.API != nil {
+		annotations = map[string]string{AnnotationResourceMetricsPath: resourceMetricsPath(name)}
+	}
 	ctl, err := nodestatus.New(nodestatus.Config{Client: cfg.Client.CoreV1(), HeartbeatClient: cfg.HeartbeatClient.CoreV1(),
-		NodeName: name, Labels: labels, Taints: cfg.Taints, Setters: setters, DisableAttachDetachAnnotation: true,
+		NodeName: name, Labels: labels, Annotations: annotations, Taints: cfg.Taints, Setters: setters, DisableAttachDetachAnnotation: true,
 		UpdateFrequency: cfg.StatusUpdateFrequency, Clock: cfg.Clock,
 		OnRegistered: func(n *v1.Node) { setUID(n.Name, n.UID) }})
 	if err != nil {

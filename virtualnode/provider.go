@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/nodekit/nodekit/kubeletapi"
 )
@@ -74,4 +75,21 @@ type LogProvider interface {
 // done.
 type ExecProvider interface {
 	kubeletapi.ContainerRuntime
+}
+
+// StatsProvider is implemented by providers that measure their pods. With
+// Config.API set, the agent then serves each node's stats summary at
+// /stats/nodes/<node>/summary and its resource metrics at
+// /metrics/nodes/<node>/metrics/resource, and every node names the latter
+// in its metrics.k8s.io/resource-metrics-path annotation, which
+// metrics-server (v0.7 and later) scrapes instead of /metrics/resource:
+// kubectl top and HorizontalPodAutoscalers then work on virtual nodes. The
+// nodes' addresses (Config.NodeIP) must reach the API's port for that.
+type StatsProvider interface {
+	// PodStats returns the usage of a running pod: CPU (UsageNanoCores and
+	// the cumulative UsageCoreNanoSeconds) and memory (WorkingSetBytes),
+	// the pod's and each container's, with their times and start times;
+	// nil if the provider has none. The agent fills PodRef and sums the
+	// pods of a node into its node stats.
+	PodStats(ctx context.Context, pod *v1.Pod) (*statsapi.PodStats, error)
 }

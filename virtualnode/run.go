@@ -37,6 +37,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if !a.running.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
 	}
+	a.started = a.cfg.Clock.Now()
 	if a.api != nil {
 		// Bound before the nodes report their status, which carries the port.
 		if err := a.bindAPI(); err != nil {

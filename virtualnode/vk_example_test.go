@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
 
 	"github.com/nodekit/nodekit/virtualnode"
@@ -32,6 +33,9 @@ type vkProvider interface {
 	GetPods(ctx context.Context) ([]*v1.Pod, error)
 	NotifyPods(ctx context.Context, cb func(*v1.Pod))
 	GetContainerLogs(ctx context.Context, namespace, podName, containerName string, opts vkLogOpts) (io.ReadCloser, error)
+	// virtual-kubelet's own copy of the kubelet's stats types
+	// (statsv1alpha1) has the same fields: a real port converts.
+	GetStatsSummary(ctx context.Context) (*statsapi.Summary, error)
 }
 
 // vkLogOpts stands for virtual-kubelet's api.ContainerLogOpts.
@@ -159,10 +163,26 @@ func (a *fromVK) ContainerLogs(ctx context.Context, pod *v1.Pod, container strin
 	return err
 }
 
+// PodStats picks the pod out of the provider's node summary (a provider
+// with many pods would cache the summary for a scrape).
+func (a *fromVK) PodStats(ctx context.Context, pod *v1.Pod) (*statsapi.PodStats, error) {
+	sum, err := a.vk.GetStatsSummary(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range sum.Pods {
+		if ref := sum.Pods[i].PodRef; ref.Namespace == pod.Namespace && ref.Name == pod.Name {
+			return &sum.Pods[i], nil
+		}
+	}
+	return nil, nil
+}
+
 var (
-	_ virtualnode.Provider    = (*fromVK)(nil)
-	_ virtualnode.PodNotifier = (*fromVK)(nil)
-	_ virtualnode.LogProvider = (*fromVK)(nil)
+	_ virtualnode.Provider      = (*fromVK)(nil)
+	_ virtualnode.PodNotifier   = (*fromVK)(nil)
+	_ virtualnode.LogProvider   = (*fromVK)(nil)
+	_ virtualnode.StatsProvider = (*fromVK)(nil)
 )
 
 // echoVK is a toy virtual-kubelet provider: its pods run at once and log
@@ -208,13 +228,25 @@ func (p *echoVK) GetPodStatus(ctx context.Context, ns, name string) (*v1.PodStat
 }
 func (p *echoVK) GetPods(context.Context) ([]*v1.Pod, error) { return nil, nil }
 func (p *echoVK) NotifyPods(context.Context, func(*v1.Pod))  {}
+func (p *echoVK) GetStatsSummary(context.Context) (*statsapi.Summary, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sum := &statsapi.Summary{}
+	for _, pod := range p.pods {
+		cores, mem := uint64(100_000_000), uint64(32<<20) // 100m, 32Mi each
+		sum.Pods = append(sum.Pods, statsapi.PodStats{PodRef: statsapi.PodReference{Namespace: pod.Namespace, Name: pod.Name},
+			CPU: &statsapi.CPUStats{UsageNanoCores: &cores}, Memory: &statsapi.MemoryStats{WorkingSetBytes: &mem}})
+	}
+	return sum, nil
+}
 func (p *echoVK) GetContainerLogs(_ context.Context, ns, pod, container string, _ vkLogOpts) (io.ReadCloser, error) {
 	return io.NopCloser(strings.NewReader("hello from " + ns + "/" + pod + "/" + container + "\n")), nil
 }
 
 // Example_virtualKubeletProvider ports a virtual-kubelet provider: an
 // adapter (fromVK, in this file) maps its methods onto virtualnode's, and
-// the Agent runs it as a node.
+// the Agent runs it as a node; with Config.API its logs serve kubectl logs
+// and its stats kubectl top (through metrics-server).
 func Example_virtualKubeletProvider() {
 	p := newFromVK(&echoVK{pods: map[string]*v1.Pod{}}, clock.RealClock{})
 	ctx := context.Background()
@@ -226,6 +258,8 @@ func Example_virtualKubeletProvider() {
 	var logs bytes.Buffer
 	_ = p.ContainerLogs(ctx, pod, "app", &v1.PodLogOptions{}, &logs, nil)
 	fmt.Print(logs.String())
+	ps, _ := p.PodStats(ctx, pod)
+	fmt.Printf("cpu %dm, memory %dMi\n", *ps.CPU.UsageNanoCores/1e6, *ps.Memory.WorkingSetBytes>>20)
 	_ = p.DeletePod(ctx, pod, 30*time.Second)
 	st, _ = p.PodStatus(ctx, pod)
 	fmt.Println(st == nil)
@@ -235,6 +269,7 @@ func Example_virtualKubeletProvider() {
 	// Output:
 	// Running
 	// hello from default/web/app
+	// cpu 100m, memory 32Mi
 	// true
 	// [vk-0] <nil>
 }

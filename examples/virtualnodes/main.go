@@ -66,7 +66,7 @@ func run() error {
 	fs.Float64Var(&qps, "qps", 200, "API requests per second for pod traffic (heartbeats are not limited)")
 	fs.StringVar(&nodeIP, "node-ip", "", "InternalIP of every node, where the API server reaches the kubelet API (default: one address per node from 172.16.0.0/12, not routable)")
 	fs.StringVar(&address, "address", "0.0.0.0", "IP address the kubelet API listens on")
-	fs.IntVar(&port, "port", 10250, "port of the kubelet API shared by all nodes (kubectl logs, exec); 0 disables it")
+	fs.IntVar(&port, "port", 10250, "port of the kubelet API shared by all nodes (kubectl logs, exec; the pods' usage for metrics-server and kubectl top); 0 disables it")
 	fs.StringVar(&api.TLSCertFile, "tls-cert-file", "", "serving certificate of the kubelet API (default: self-signed)")
 	fs.StringVar(&api.TLSKeyFile, "tls-private-key-file", "", "private key of --tls-cert-file")
 	fs.StringVar(&api.ClientCAFile, "client-ca-file", "", "CA bundle that authenticates client certificates (the API server's kubelet client)")

@@ -36,6 +36,11 @@ const (
 	// when it starts, after its "started container <name>" line (one log
 	// line per line of the value). See Provider.ContainerLogs.
 	AnnotationLog = "virtualnodes.nodekit.io/log"
+	// AnnotationUsageCPU and AnnotationUsageMemory set what every running
+	// container of the pod uses (quantities, e.g. "250m" and "64Mi");
+	// without them a container uses its requests. See Provider.PodStats.
+	AnnotationUsageCPU    = "virtualnodes.nodekit.io/usage-cpu"
+	AnnotationUsageMemory = "virtualnodes.nodekit.io/usage-memory"
 )
 
 // Config configures the simulated provider.

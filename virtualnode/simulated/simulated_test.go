@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -23,10 +24,11 @@ import (
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 var (
-	_ virtualnode.Provider     = (*Provider)(nil)
-	_ virtualnode.PodNotifier  = (*Provider)(nil)
-	_ virtualnode.LogProvider  = (*Provider)(nil)
-	_ virtualnode.ExecProvider = (*Provider)(nil)
+	_ virtualnode.Provider      = (*Provider)(nil)
+	_ virtualnode.PodNotifier   = (*Provider)(nil)
+	_ virtualnode.LogProvider   = (*Provider)(nil)
+	_ virtualnode.ExecProvider  = (*Provider)(nil)
+	_ virtualnode.StatsProvider = (*Provider)(nil)
 )
 
 func TestNewInvalidConfig(t *testing.T) {
@@ -258,3 +260,52 @@ func TestSimulatedExec(t *testing.T) {
 type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
+
+func TestPodStatsUsageModel(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	sim, err := New(Config{ReadyDelay: 2 * time.Second, Clock: clk})
+	require.NoError(t, err)
+	defer sim.Close()
+	ctx := context.Background()
+	pod := testPod(v1.RestartPolicyAlways, nil)
+	pod.Spec.Containers = []v1.Container{
+		{Name: "a", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("250m"), v1.ResourceMemory: resource.MustParse("64Mi")}}},
+		{Name: "b"},
+	}
+	st, err := sim.PodStats(ctx, pod)
+	require.NoError(t, err)
+	require.Nil(t, st, "unknown pod")
+	require.NoError(t, sim.CreatePod(ctx, pod))
+	st, err = sim.PodStats(ctx, pod)
+	require.NoError(t, err)
+	require.Nil(t, st, "not running yet")
+
+	clk.Step(12 * time.Second) // ready at 2s: 10s running
+	st, err = sim.PodStats(ctx, pod)
+	require.NoError(t, err)
+	require.NotNil(t, st)
+	require.Len(t, st.Containers, 2)
+	a := st.Containers[0]
+	require.Equal(t, uint64(250_000_000), *a.CPU.UsageNanoCores)
+	require.Equal(t, uint64(2_500_000_000), *a.CPU.UsageCoreNanoSeconds, "0.25 core for 10s")
+	require.Equal(t, uint64(64<<20), *a.Memory.WorkingSetBytes)
+	require.Zero(t, *st.Containers[1].CPU.UsageNanoCores, "no requests: no usage")
+	require.Equal(t, uint64(250_000_000), *st.CPU.UsageNanoCores)
+	require.True(t, st.StartTime.Time.Equal(t0.Add(2*time.Second)))
+
+	// The annotations override the requests, for every container.
+	pod.Annotations = map[string]string{AnnotationUsageCPU: "1", AnnotationUsageMemory: "1Gi"}
+	st, err = sim.PodStats(ctx, pod)
+	require.NoError(t, err)
+	require.Equal(t, uint64(2_000_000_000), *st.CPU.UsageNanoCores)
+	require.Equal(t, uint64(2<<30), *st.Memory.WorkingSetBytes)
+	pod.Annotations[AnnotationUsageCPU] = "lots"
+	st, err = sim.PodStats(ctx, pod)
+	require.NoError(t, err)
+	require.Equal(t, uint64(250_000_000), *st.CPU.UsageNanoCores, "not a quantity: the requests")
+
+	require.NoError(t, sim.DeletePod(ctx, pod, 0))
+	st, err = sim.PodStats(ctx, pod)
+	require.NoError(t, err)
+	require.Nil(t, st, "stopped")
+}
