@@ -29,9 +29,18 @@
 // (consulted first, so one may also replace a built-in type): SetUp returns
 // how containers mount the volume, and a plugin that mounts filesystems in
 // its directories says so (MountOwner) for TearDownPod to unmount them.
-// A source no plugin supports (persistentVolumeClaim, csi, ephemeral, the
-// network filesystems without a host plugin; clusterTrustBundle and
-// podCertificate projections) fails to mount with a message that says so.
+// persistentVolumeClaim and generic ephemeral volumes are read as the node
+// identity (the Node authorizer grants a node the claims of its pods and
+// their volumes), with the kubelet's checks and messages (not bound, being
+// deleted, a volume bound to another claim, an ephemeral claim the pod
+// does not own), resolved once per pod; hostPath and local
+// PersistentVolumes are then mounted from the node's path (a local one
+// only on a node its affinity selects, given Config.Node, with the pod's
+// fsGroup applied), and the pod's readOnly honoured. volumeMode Block and
+// PersistentVolumes of any other source are refused by name. A source no
+// plugin supports (inline csi, the network filesystems without a host
+// plugin; clusterTrustBundle and podCertificate projections) fails to mount
+// with a message that says so.
 //
 // The files are laid out as on the kubelet
 // (<root>/pods/<uid>/volumes/kubernetes.io~<plugin>/<name>), with its
@@ -54,5 +63,10 @@
 //
 // There is no attach/detach or device mount stage and no CSI yet: every
 // built-in type is node-local, so nothing is ever "in use" in the attach
-// sense. A host plugin may add remote types.
+// sense (node status volumesInUse stays empty, where the kubelet lists a
+// local PersistentVolume there). A local PersistentVolume is bound from
+// its path directly rather than through a bind mount under the pod's
+// directory, and its fsGroup is applied on the pod's first setup only. The
+// pv.beta.kubernetes.io/gid annotation does not add a supplemental group.
+// A host plugin may add remote types.
 package volumes

@@ -55,6 +55,10 @@ type Config struct {
 	// Plugins are the host's own volume types, consulted in order before
 	// the built-in ones (so one may also replace a built-in type).
 	Plugins []Plugin
+	// Node returns the node as last read, to check a local
+	// PersistentVolume's node affinity. nil: not checked (the scheduler
+	// did).
+	Node func() *v1.Node
 }
 
 // Manager sets up, refreshes and tears down the volumes of the pods a node

@@ -174,8 +174,8 @@ func TestMissingObjectsFailLoudlyUnlessOptional(t *testing.T) {
 		SecretName: "s", Items: []v1.KeyToPath{{Key: "nope", Path: "p"}}}}})
 	assert.EqualError(t, e.setUp(ctx, pod), `MountVolume.SetUp failed for volume "sec" : references non-existent secret key: nope`)
 
-	pod = testPod(v1.Volume{Name: "claim", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}})
-	assert.ErrorContains(t, e.setUp(ctx, pod), "volume type persistentVolumeClaim is not supported by this node agent")
+	pod = testPod(v1.Volume{Name: "inline", VolumeSource: v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: "d"}}})
+	assert.ErrorContains(t, e.setUp(ctx, pod), "volume type csi is not supported by this node agent")
 }
 
 func TestProjectedServiceAccountVolume(t *testing.T) {

@@ -60,7 +60,7 @@ type Mount struct {
 // builtins are the Manager's own plugins, after Config.Plugins.
 func (m *Manager) builtins() []Plugin {
 	return []Plugin{emptyDirPlugin{m}, hostPathPlugin{}, configMapPlugin{m}, secretPlugin{m},
-		downwardAPIPlugin{m}, projectedPlugin{m}, imagePlugin{m}}
+		downwardAPIPlugin{m}, projectedPlugin{m}, imagePlugin{m}, pvcPlugin{m}}
 }
 
 // pluginFor is the first plugin that supports v: the host's, then the

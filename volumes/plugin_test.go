@@ -102,8 +102,8 @@ func TestHostPluginFailureIsAFailedMount(t *testing.T) {
 
 func TestWithoutAPluginAVolumeTypeIsRefused(t *testing.T) {
 	e := newEnv(t)
-	err := e.m.SetUpPod(context.Background(), testPod(claimVolume("data", "db", false)))
-	require.ErrorContains(t, err, "volume type persistentVolumeClaim is not supported by this node agent")
+	err := e.m.SetUpPod(context.Background(), testPod(v1.Volume{Name: "nfs", VolumeSource: v1.VolumeSource{NFS: &v1.NFSVolumeSource{Server: "s", Path: "/"}}}))
+	require.ErrorContains(t, err, "volume type nfs is not supported by this node agent")
 }
 
 func TestNewRefusesBadPlugins(t *testing.T) {

@@ -304,7 +304,7 @@ func (a *Agent) build(ctx context.Context) error {
 	}
 	if a.volumes, err = volumes.New(volumes.Config{RootDir: a.opts.RootDir, Objects: objs, Client: a.client,
 		Allocatable: a.allocatable, Mounter: mounter, Recorder: a.recorder, Clock: a.opts.Clock,
-		Images: puller.ImageVolume}); err != nil {
+		Images: puller.ImageVolume, Node: func() *v1.Node { n, _ := a.admissionNode(ctx, false); return n }}); err != nil {
 		return err
 	}
 	syncCfg := podsyncer.Config{Runtime: a.rt, Images: a.images, RuntimeName: a.runtimeID, Status: a.statusMgr,

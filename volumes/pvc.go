@@ -1,0 +1,183 @@
+package volumes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+)
+
+// pvcProtectionFinalizer keeps a claim in use from being deleted; a claim
+// being deleted without it must not be mounted.
+const pvcProtectionFinalizer = "kubernetes.io/pvc-protection"
+
+// pvcPlugin: a persistentVolumeClaim (or a generic ephemeral volume's
+// claim), read as the node identity and resolved to its bound
+// PersistentVolume. hostPath and local PersistentVolumes are the node's
+// own paths and are mounted from there; other sources, and volumeMode
+// Block, are refused by name.
+type pvcPlugin struct{ m *Manager }
+
+func (pvcPlugin) Name() string { return "" } // nothing kept in the pod's directory
+func (pvcPlugin) CanSupport(v *v1.Volume) bool {
+	return v.PersistentVolumeClaim != nil || v.Ephemeral != nil
+}
+
+func (p pvcPlugin) SetUp(ctx context.Context, v Volume) (Mount, error) {
+	if mnt, ok := p.m.mountOf(v.Pod.UID, v.Spec.Name); ok {
+		return mnt, nil // resolved once: a claim's binding does not change under a pod
+	}
+	claim, readOnly := v.Pod.Name+"-"+v.Spec.Name, false
+	if src := v.Spec.PersistentVolumeClaim; src != nil {
+		claim, readOnly = src.ClaimName, src.ReadOnly
+	}
+	pv, err := p.m.boundVolume(ctx, v.Pod, claim, v.Spec.Ephemeral != nil)
+	if err != nil {
+		return Mount{}, fmt.Errorf("error processing PVC %s/%s: %w", v.Pod.Namespace, claim, err)
+	}
+	if err := checkVolumeMode(v.Pod, v.Spec.Name, pv); err != nil {
+		return Mount{}, err
+	}
+	mnt := Mount{ReadOnly: readOnly}
+	switch {
+	case pv.Spec.HostPath != nil:
+		mnt.HostPath = pv.Spec.HostPath.Path
+		return mnt, checkHostPath(pv.Spec.HostPath)
+	case pv.Spec.Local != nil:
+		if err := p.m.checkNodeAffinity(pv); err != nil {
+			return Mount{}, err
+		}
+		mnt.HostPath = pv.Spec.Local.Path
+		info, err := os.Stat(mnt.HostPath)
+		if err != nil {
+			return Mount{}, fmt.Errorf("local PersistentVolume %s: %w", pv.Name, err)
+		}
+		if !info.IsDir() {
+			return Mount{}, fmt.Errorf("local PersistentVolume %s: %s is not a directory (block devices are not supported by this node agent)", pv.Name, mnt.HostPath)
+		}
+		if gid := fsGroupOf(v.Pod); gid != nil && !readOnly {
+			if err := setOwnership(mnt.HostPath, *gid, false); err != nil {
+				return Mount{}, fmt.Errorf("local PersistentVolume %s: fsGroup: %w", pv.Name, err)
+			}
+		}
+		return mnt, nil
+	}
+	return Mount{}, fmt.Errorf("PersistentVolume %s: volume type %s is not supported by this node agent", pv.Name, pvType(pv))
+}
+
+// boundVolume reads the claim and the PersistentVolume bound to it, with
+// the kubelet's checks and messages.
+func (m *Manager) boundVolume(ctx context.Context, pod *v1.Pod, claim string, ephemeral bool) (*v1.PersistentVolume, error) {
+	if m.cfg.Client == nil {
+		return nil, errors.New("no API client to read the claim (standalone node)")
+	}
+	pvc, err := m.cfg.Client.CoreV1().PersistentVolumeClaims(pod.Namespace).Get(ctx, claim, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("failed to fetch PVC from API server: %w", err)
+	}
+	if pvc.DeletionTimestamp != nil && !slices.Contains(pvc.Finalizers, pvcProtectionFinalizer) {
+		return nil, errors.New("PVC is being deleted")
+	}
+	if ephemeral && !metav1.IsControlledBy(pvc, pod) {
+		return nil, fmt.Errorf("PVC %s/%s was not created for pod %s/%s (pod is not owner)", pvc.Namespace, pvc.Name, pod.Namespace, pod.Name)
+	}
+	if pvc.Status.Phase != v1.ClaimBound {
+		return nil, errors.New("PVC is not bound")
+	}
+	if pvc.Spec.VolumeName == "" {
+		return nil, errors.New("PVC has empty pvc.Spec.VolumeName")
+	}
+	pv, err := m.cfg.Client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("failed to fetch PV %s from API server: %w", pvc.Spec.VolumeName, err)
+	}
+	if pv.Spec.ClaimRef == nil {
+		return nil, fmt.Errorf("found PV object %s but it has a nil pv.Spec.ClaimRef indicating it is not yet bound to the claim", pv.Name)
+	}
+	if pv.Spec.ClaimRef.UID != pvc.UID {
+		return nil, fmt.Errorf("found PV object %s but its pv.Spec.ClaimRef.UID %s does not point to claim.UID %s", pv.Name, pv.Spec.ClaimRef.UID, pvc.UID)
+	}
+	return pv, nil
+}
+
+// checkVolumeMode refuses a Block volume (raw devices are not supported)
+// and a mismatch between the volume's mode and how containers use it.
+func checkVolumeMode(pod *v1.Pod, name string, pv *v1.PersistentVolume) error {
+	block := pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == v1.PersistentVolumeBlock
+	mounted, device := false, false
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			for _, vm := range list[i].VolumeMounts {
+				mounted = mounted || vm.Name == name
+			}
+			for _, vd := range list[i].VolumeDevices {
+				device = device || vd.Name == name
+			}
+		}
+	}
+	switch {
+	case block && mounted:
+		return fmt.Errorf("volume %s has volumeMode Block, but is specified in volumeMounts", name)
+	case !block && device:
+		return fmt.Errorf("volume %s has volumeMode Filesystem, but is specified in volumeDevices", name)
+	case block:
+		return fmt.Errorf("volume %s: volumeMode Block (raw block devices) is not supported by this node agent", name)
+	}
+	return nil
+}
+
+// checkNodeAffinity refuses a PersistentVolume whose node affinity does
+// not select this node (Config.Node; not checked without it).
+func (m *Manager) checkNodeAffinity(pv *v1.PersistentVolume) error {
+	if m.cfg.Node == nil || pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
+		return nil
+	}
+	node := m.cfg.Node()
+	if node == nil {
+		return errors.New("the node is not known yet")
+	}
+	sel, err := nodeaffinity.NewNodeSelector(pv.Spec.NodeAffinity.Required)
+	if err != nil {
+		return fmt.Errorf("PersistentVolume %s: node affinity: %w", pv.Name, err)
+	}
+	if !sel.Match(node) {
+		return fmt.Errorf("PersistentVolume %s: its node affinity does not select node %s", pv.Name, node.Name)
+	}
+	return nil
+}
+
+// mountOf is how containers mount a volume set up before.
+func (m *Manager) mountOf(uid types.UID, name string) (Mount, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mnt, ok := m.mounts[uid][name]
+	return mnt, ok
+}
+
+// pvType names a PersistentVolume's source, for error messages.
+func pvType(pv *v1.PersistentVolume) string {
+	s := pv.Spec.PersistentVolumeSource
+	switch {
+	case s.CSI != nil:
+		return "csi (driver " + s.CSI.Driver + ")"
+	case s.NFS != nil:
+		return "nfs"
+	case s.ISCSI != nil:
+		return "iscsi"
+	case s.FC != nil:
+		return "fc"
+	case s.RBD != nil:
+		return "rbd"
+	case s.CephFS != nil:
+		return "cephfs"
+	case s.Glusterfs != nil:
+		return "glusterfs"
+	}
+	return "unknown"
+}
