@@ -37,9 +37,13 @@ type Agent struct {
 	leases  *lease.Controller
 	workers *podworkers.Workers
 	pods    cache.SharedIndexInformer
-	syncer  *syncer
-	running atomic.Bool
-	started time.Time // when Run started: the nodes' stats start time
+	// sharedPods: pods is run by the caller (Sharded); podsSynced tells
+	// whether this agent's handlers saw every pod once.
+	sharedPods bool
+	podsSynced func() bool
+	syncer     *syncer
+	running    atomic.Bool
+	started    time.Time // when Run started: the nodes' stats start time
 	// dispatch serialises the informer's pod deliveries with housekeeping,
 	// as the kubelet's one sync loop goroutine does: a pod delivered between
 	// housekeeping's snapshot of the informer and its SyncKnownPods would
@@ -55,7 +59,11 @@ type Agent struct {
 
 // New validates cfg and builds the agent; nothing talks to the API server
 // before Run.
-func New(cfg Config) (*Agent, error) {
+func New(cfg Config) (*Agent, error) { return newAgent(cfg, nil) }
+
+// newAgent is New; pods, if set, is a pod informer the caller runs and
+// shares among agents (Sharded), which Run only adds its handlers to.
+func newAgent(cfg Config, pods cache.SharedIndexInformer) (*Agent, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
@@ -76,7 +84,10 @@ func New(cfg Config) (*Agent, error) {
 		}
 		a.nodes = append(a.nodes, n)
 	}
-	a.pods = newPodInformer(cfg)
+	a.pods, a.sharedPods = pods, pods != nil
+	if pods == nil {
+		a.pods = newPodInformer(cfg)
+	}
 	a.syncer = &syncer{cfg: &a.cfg, pods: a.pods.GetIndexer(), hostIP: a.hostIP, patched: make(map[types.UID][]byte)}
 	a.workers, err = podworkers.New(podworkers.Config{Syncer: a.syncer, MaxConcurrentSyncs: cfg.MaxConcurrentSyncs,
 		ResyncInterval: cfg.PodResyncInterval, Clock: cfg.Clock, Registerer: cfg.Registerer})

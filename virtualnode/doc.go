@@ -47,6 +47,25 @@
 //     metrics-server, kubectl top and HPAs). It runs inside Run and stops
 //     with it.
 //
+// # Sharing nodes among replicas
+//
+// Sharded runs the same nodes from several replicas, through Kubernetes
+// itself and no consensus of its own: the nodes are split into shards by a
+// stable hash of their names (ShardOf, the same on every replica); each
+// shard is owned through a coordination.k8s.io Lease (<prefix>-<i>); the
+// replica holding it runs the shard's nodes as an Agent, all shards of a
+// replica sharing one pod informer. The Lease rules are client-go leader
+// election's, on the injected clock: a holder renews every RetryPeriod and
+// stops the shard once no renewal succeeded for RenewDeadline; another
+// replica takes a Lease over only after seeing its record unchanged for
+// LeaseDuration (its writes compare-and-swap on the resourceVersion), so
+// the previous holder has stopped before (given clocks that run at the
+// same rate and a shard that stops within LeaseDuration - RenewDeadline).
+// A replica that stops releases its Leases: the others take its shards at
+// once. The node Leases outlive a takeover (40s against 15s), so the nodes
+// stay Ready; pods keep running at the provider, which the new holder finds
+// through CreatePod (the simulated provider adopts them as they are).
+//
 // # Porting a virtual-kubelet provider
 //
 // A provider written for virtual-kubelet (node.PodLifecycleHandler,

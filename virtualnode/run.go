@@ -50,24 +50,31 @@ func (a *Agent) Run(ctx context.Context) error {
 	if n, ok := a.cfg.Provider.(PodNotifier); ok {
 		n.NotifyPods(func(uid types.UID) { a.sync(ctx, uid) })
 	}
-	if _, err := a.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := a.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { a.onPod(ctx, obj, podworkers.UpdateCreate) },
 		UpdateFunc: func(_, obj any) { a.onPod(ctx, obj, podworkers.UpdateUpdate) },
 		DeleteFunc: func(obj any) { a.onPodDeleted(ctx, obj) },
-	}); err != nil {
+	})
+	if err != nil {
 		if a.api != nil {
 			_ = a.apiLn.Close()
 		}
 		return fmt.Errorf("virtualnode: pod informer: %w", err)
 	}
+	a.podsSynced = reg.HasSynced
+	if a.sharedPods {
+		defer func() { _ = a.pods.RemoveEventHandler(reg) }()
+	}
 	logger.Info("Starting virtual nodes", "nodes", len(a.nodes))
 	work := make(chan *node, len(a.nodes))
 	done := make(chan *node, len(a.nodes))
 	fns := []func(context.Context){
-		func(ctx context.Context) { a.pods.RunWithContext(ctx) },
 		func(ctx context.Context) { _ = a.leases.Run(ctx) },
 		func(ctx context.Context) { _ = a.workers.Run(ctx) },
 		func(ctx context.Context) { a.loop(ctx, work, done) },
+	}
+	if !a.sharedPods {
+		fns = append(fns, a.pods.RunWithContext)
 	}
 	for range a.cfg.StatusWorkers {
 		fns = append(fns, func(ctx context.Context) { a.statusWorker(ctx, work, done) })
@@ -150,7 +157,7 @@ func (a *Agent) loop(ctx context.Context, work chan<- *node, done <-chan *node) 
 				work <- n // buffered for every node: never blocks
 			}
 		}
-		if a.pods.HasSynced() {
+		if a.podsSynced() {
 			for _, uid := range a.workers.DuePods() {
 				a.sync(ctx, uid)
 			}

@@ -54,6 +54,8 @@ func run() error {
 		nodeIP, address            string
 		port                       int
 		api                        virtualnode.APIConfig
+		shards                     int
+		identity                   string
 	)
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig (default: in-cluster config or $KUBECONFIG)")
 	fs.IntVar(&nodes, "nodes", 10, "number of virtual nodes")
@@ -77,6 +79,8 @@ func run() error {
 	var profiling string
 	fs.StringVar(&profiling, "profiling-address", "", "serve Go profiles (/debug/pprof/) on this address, e.g. 127.0.0.1:6060; empty: off")
 	klog.InitFlags(klogFlags)
+	fs.IntVar(&shards, "shards", 0, "share the nodes among replicas: split them into this many shards, each run by the replica holding its Lease (0: this process runs every node)")
+	fs.StringVar(&identity, "identity", "", "this replica's name in the shard Leases, unique among replicas (default: the hostname); with --shards")
 	fs.Var(klogFlags.Lookup("v").Value, "v", "log verbosity")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return err
@@ -127,7 +131,17 @@ func run() error {
 		api.Addr = net.JoinHostPort(address, fmt.Sprint(port))
 		cfg.API = &api
 	}
-	a, err := virtualnode.New(cfg)
+	var a interface{ Run(context.Context) error }
+	if shards > 0 {
+		if identity == "" {
+			if identity, err = os.Hostname(); err != nil {
+				return fmt.Errorf("--identity: %w", err)
+			}
+		}
+		a, err = virtualnode.NewSharded(virtualnode.ShardedConfig{Agent: cfg, Identity: identity, Shards: shards})
+	} else {
+		a, err = virtualnode.New(cfg)
+	}
 	if err != nil {
 		return err
 	}

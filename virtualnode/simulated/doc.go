@@ -7,7 +7,9 @@
 //
 //   - CreatePod hands the pod an IP from Config.PodCIDR (in order) and
 //     makes its containers run and be ready after Config.ReadyDelay (init
-//     containers complete at once); NotifyPods learns of every change.
+//     containers complete at once); NotifyPods learns of every change. A
+//     pod whose status says it runs (another replica ran it: a shard taken
+//     over) is adopted as it is, with its IP and start time.
 //   - Annotations script a pod: AnnotationExitAfter and AnnotationExitCode
 //     make its containers exit, AnnotationStopAfter sets how long they take
 //     to stop after SIGTERM, AnnotationLog sets their log lines.

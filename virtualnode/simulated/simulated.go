@@ -173,10 +173,16 @@ func (s *Provider) CreatePod(_ context.Context, pod *v1.Pod) error {
 		return nil
 	}
 	now := s.cfg.Clock.Now()
-	p := &simPod{created: now, readyAt: now.Add(s.cfg.ReadyDelay), exitCode: exitCode, ip: s.allocIP(),
-		ended: make(chan struct{})}
-	if s.cfg.ReadyDelay > 0 {
-		p.timers = append(p.timers, s.after(s.cfg.ReadyDelay, pod.UID, nil))
+	p := &simPod{created: now, readyAt: now.Add(s.cfg.ReadyDelay), exitCode: exitCode, ended: make(chan struct{})}
+	if st := pod.Status; st.Phase == v1.PodRunning && st.PodIP != "" && st.StartTime != nil {
+		// Adopted: it ran under another replica (a shard taken over), and
+		// runs on as it was, with its address and start time.
+		p.created, p.readyAt, p.ip = st.StartTime.Time, now, st.PodIP
+	} else {
+		p.ip = s.allocIP()
+		if s.cfg.ReadyDelay > 0 {
+			p.timers = append(p.timers, s.after(s.cfg.ReadyDelay, pod.UID, nil))
+		}
 	}
 	if exitAfter > 0 && exits(pod.Spec.RestartPolicy, exitCode) {
 		p.exitAt = p.readyAt.Add(exitAfter)

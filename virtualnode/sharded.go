@@ -1,0 +1,247 @@
+package virtualnode
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"hash/fnv"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/nodekit/nodekit/clockctx"
+)
+
+// Defaults of ShardedConfig, as client-go leader election's.
+const (
+	DefaultShards         = 8
+	DefaultShardNamespace = "kube-system"
+	DefaultShardPrefix    = "virtualnode-shard"
+	DefaultShardDuration  = 15 * time.Second
+	DefaultShardDeadline  = 10 * time.Second
+	DefaultShardPeriod    = 2 * time.Second
+)
+
+// ShardedConfig configures a Sharded agent.
+type ShardedConfig struct {
+	// Agent is what every shard's Agent is built from. Its Nodes are all
+	// the nodes that every replica shares (the same list on each); a shard
+	// runs those its stable hash assigns it. API.Addr's port is shard 0's:
+	// shard i serves on that port plus i (port 0: any free port each), and
+	// each node reports its shard's. API.Listener cannot be shared and is
+	// refused.
+	Agent Config
+	// Identity names this replica as the holder of its shard Leases
+	// (holderIdentity): required and unique among replicas, e.g. the pod's
+	// name. Two processes with one identity would both act.
+	Identity string
+	// Shards is how many shards the nodes are split into; default
+	// DefaultShards, at most the number of nodes.
+	Shards int
+	// Namespace and Prefix name the shard Leases, <Prefix>-<i>; defaults
+	// DefaultShardNamespace and DefaultShardPrefix.
+	Namespace, Prefix string
+	// LeaseDuration, RenewDeadline and RetryPeriod time the shard Leases as
+	// client-go's leader election does (defaults 15s, 10s, 2s):
+	// RenewDeadline must be shorter than LeaseDuration, whose difference
+	// is the time a shard that lost its Lease has to stop.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// Sharded runs the shards of a set of virtual nodes that this replica
+// holds, so that several replicas share the nodes through Kubernetes
+// itself: each shard is owned through a coordination.k8s.io Lease, taken
+// over by another replica when its holder stops renewing it, and never run
+// by two replicas at once (see the Lease rules on ownership). Build it with
+// NewSharded and call Run once.
+type Sharded struct {
+	cfg    ShardedConfig
+	shards [][]string
+	pods   cache.SharedIndexInformer // every bound pod, shared by the shards' agents
+
+	mu      sync.Mutex
+	leading map[int]bool
+}
+
+// NewSharded validates cfg and splits the nodes; nothing talks to the API
+// server before Run.
+func NewSharded(cfg ShardedConfig) (*Sharded, error) {
+	if cfg.Identity == "" {
+		return nil, fmt.Errorf("%w: Identity is required", ErrInvalidConfig)
+	}
+	if cfg.Agent.API != nil && cfg.Agent.API.Listener != nil {
+		return nil, fmt.Errorf("%w: API.Listener cannot be shared by shards: give API.Addr", ErrInvalidConfig)
+	}
+	cfg.LeaseDuration = cmp.Or(cfg.LeaseDuration, DefaultShardDuration)
+	cfg.RenewDeadline = cmp.Or(cfg.RenewDeadline, DefaultShardDeadline)
+	cfg.RetryPeriod = cmp.Or(cfg.RetryPeriod, DefaultShardPeriod)
+	if cfg.LeaseDuration < time.Second || cfg.RenewDeadline <= 0 || cfg.RetryPeriod <= 0 ||
+		cfg.RenewDeadline >= cfg.LeaseDuration || cfg.RetryPeriod >= cfg.RenewDeadline || cfg.Shards < 0 {
+		return nil, fmt.Errorf("%w: want 0 < RetryPeriod < RenewDeadline < LeaseDuration (at least 1s) and Shards >= 0", ErrInvalidConfig)
+	}
+	cfg.Namespace, cfg.Prefix = cmp.Or(cfg.Namespace, DefaultShardNamespace), cmp.Or(cfg.Prefix, DefaultShardPrefix)
+	if err := cfg.Agent.setDefaults(); err != nil {
+		return nil, err
+	}
+	cfg.Shards = min(cmp.Or(cfg.Shards, DefaultShards), len(cfg.Agent.Nodes))
+	s := &Sharded{cfg: cfg, shards: make([][]string, cfg.Shards), pods: newPodInformer(cfg.Agent), leading: map[int]bool{}}
+	for _, n := range cfg.Agent.Nodes {
+		i := ShardOf(n, cfg.Shards)
+		s.shards[i] = append(s.shards[i], n)
+	}
+	return s, nil
+}
+
+// ShardOf is the shard of a node among n: a stable hash of its name, the
+// same on every replica.
+func ShardOf(node string, n int) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(node))
+	return int(h.Sum32() % uint32(n))
+}
+
+// Leading returns the shards this replica runs now, in order.
+func (s *Sharded) Leading() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []int
+	for i, ok := range s.leading {
+		if ok {
+			out = append(out, i)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Run takes, keeps and runs shards until ctx is done, then stops them and
+// releases their Leases so that another replica takes them at once. It
+// returns nil after a clean stop.
+func (s *Sharded) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	logger.Info("Starting sharded virtual nodes", "identity", s.cfg.Identity, "shards", len(s.shards), "nodes", len(s.cfg.Agent.Nodes))
+	fns := []func(context.Context){s.pods.RunWithContext}
+	for i := range s.shards {
+		if len(s.shards[i]) > 0 {
+			fns = append(fns, func(ctx context.Context) { s.runShard(ctx, i) })
+		}
+	}
+	runAll(ctx, fns...)
+	logger.Info("Stopped sharded virtual nodes")
+	return nil
+}
+
+// runShard owns shard i whenever it can: it runs the shard's Agent while
+// the Lease is held, and stops it as soon as the Lease may be lost.
+func (s *Sharded) runShard(ctx context.Context, i int) {
+	logger := klog.FromContext(ctx).WithValues("shard", i)
+	clk := s.cfg.Agent.Clock
+	o := &ownership{client: s.cfg.Agent.HeartbeatClient.CoordinationV1(), namespace: s.cfg.Namespace,
+		name: s.cfg.Prefix + "-" + strconv.Itoa(i), identity: s.cfg.Identity, duration: s.cfg.LeaseDuration, clock: clk}
+	wait := func() bool {
+		t := clk.NewTimer(s.cfg.RetryPeriod)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C():
+			return true
+		}
+	}
+	for {
+		held, err := o.tryAcquire(ctx)
+		if err != nil && ctx.Err() == nil {
+			logger.V(2).Info("Shard lease not taken", "err", err)
+		}
+		if !held {
+			if !wait() {
+				return
+			}
+			continue
+		}
+		logger.Info("Took shard", "nodes", len(s.shards[i]))
+		s.lead(ctx, logger, i, o, wait)
+		if ctx.Err() != nil {
+			return
+		}
+		if !wait() {
+			return
+		}
+	}
+}
+
+// lead runs shard i's Agent while its Lease stays renewed; it returns
+// after the Agent stopped: ctx done (the Lease is then released), the
+// renew deadline passed without a renewal, or the Agent failed.
+func (s *Sharded) lead(ctx context.Context, logger klog.Logger, i int, o *ownership, wait func() bool) {
+	clk := s.cfg.Agent.Clock
+	cfg := s.cfg.Agent
+	cfg.Nodes = s.shards[i]
+	if cfg.API != nil {
+		api := *cfg.API
+		if host, port, err := net.SplitHostPort(api.Addr); err == nil {
+			if p, err := strconv.Atoi(port); err == nil && p != 0 {
+				api.Addr = net.JoinHostPort(host, strconv.Itoa(p+i))
+			}
+		}
+		cfg.API = &api
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	agent, err := newAgent(cfg, s.pods)
+	if err != nil {
+		done <- err
+	} else {
+		go func() { done <- agent.Run(runCtx) }()
+	}
+	s.setLeading(i, true)
+	defer s.setLeading(i, false)
+	renewed := clk.Now()
+	for {
+		select {
+		case err := <-done:
+			if ctx.Err() == nil {
+				logger.Error(err, "Shard stopped; giving it up")
+			}
+			s.releaseShard(ctx, logger, o)
+			return
+		default:
+		}
+		if !wait() {
+			cancel()
+			<-done
+			s.releaseShard(ctx, logger, o)
+			return
+		}
+		if err := o.renew(ctx); err == nil {
+			renewed = clk.Now()
+		} else if clk.Since(renewed) >= s.cfg.RenewDeadline {
+			logger.Error(err, "Shard lease not renewed within the renew deadline; stopping the shard")
+			cancel()
+			<-done
+			return
+		}
+	}
+}
+
+// releaseShard gives the shard's Lease up, within a retry period even if
+// ctx is done.
+func (s *Sharded) releaseShard(ctx context.Context, logger klog.Logger, o *ownership) {
+	ctx, cancel := clockctx.WithTimeout(context.WithoutCancel(ctx), s.cfg.Agent.Clock, s.cfg.RetryPeriod)
+	defer cancel()
+	if err := o.release(ctx); err != nil {
+		logger.V(2).Info("Shard lease not released; it expires instead", "err", err)
+	}
+}
+
+func (s *Sharded) setLeading(i int, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.leading[i] = on
+}

@@ -1,0 +1,237 @@
+package virtualnode
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodekit/nodekit/virtualnode/simulated"
+)
+
+// casLeases makes the fake clientset's Lease writes compare-and-swap on
+// resourceVersion, as the API server's are.
+func casLeases(cs *fake.Clientset) {
+	var mu sync.Mutex
+	rv := 0
+	gvr := coordinationv1.SchemeGroupVersion.WithResource("leases")
+	stamp := func(l *coordinationv1.Lease) {
+		rv++
+		l.ResourceVersion = strconv.Itoa(rv)
+	}
+	cs.PrependReactor("create", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		stamp(a.(k8stesting.CreateAction).GetObject().(*coordinationv1.Lease))
+		return false, nil, nil
+	})
+	cs.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		l := a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
+		cur, err := cs.Tracker().Get(gvr, l.Namespace, l.Name)
+		if err == nil && cur.(*coordinationv1.Lease).ResourceVersion != l.ResourceVersion {
+			return true, nil, apierrors.NewConflict(gvr.GroupResource(), l.Name, errors.New("the object has been modified"))
+		}
+		stamp(l)
+		return false, nil, nil
+	})
+}
+
+func TestOwnershipRules(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	casLeases(cs)
+	clk := clocktesting.NewFakeClock(t0)
+	own := func(id string) *ownership {
+		return &ownership{client: cs.CoordinationV1(), namespace: "ns", name: "shard-0", identity: id, duration: 15 * time.Second, clock: clk}
+	}
+	a, b := own("a"), own("b")
+	held, err := a.tryAcquire(ctx)
+	require.NoError(t, err)
+	require.True(t, held, "created")
+	held, err = b.tryAcquire(ctx)
+	require.NoError(t, err)
+	require.False(t, held, "a holds it")
+
+	// a renews every 2s: b never sees it expire.
+	for range 20 {
+		clk.Step(2 * time.Second)
+		require.NoError(t, a.renew(ctx))
+		held, err = b.tryAcquire(ctx)
+		require.NoError(t, err)
+		require.False(t, held)
+	}
+	// a stops renewing: b takes over only after it saw the record
+	// unchanged for a lease duration on its own clock.
+	clk.Step(14 * time.Second)
+	held, _ = b.tryAcquire(ctx)
+	require.False(t, held, "14s unchanged")
+	clk.Step(time.Second)
+	held, err = b.tryAcquire(ctx)
+	require.NoError(t, err)
+	require.True(t, held, "15s unchanged")
+	l, err := cs.CoordinationV1().Leases("ns").Get(ctx, "shard-0", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "b", *l.Spec.HolderIdentity)
+	require.Equal(t, int32(1), *l.Spec.LeaseTransitions)
+	require.True(t, l.Spec.AcquireTime.Time.Equal(clk.Now()))
+
+	// a's stale renewal is refused (the resourceVersion moved on).
+	require.True(t, apierrors.IsConflict(errors.Unwrap(a.renew(ctx))))
+	// b releases: a takes it at once.
+	require.NoError(t, b.release(ctx))
+	held, err = a.tryAcquire(ctx)
+	require.NoError(t, err)
+	require.True(t, held, "released")
+}
+
+// TestShardedTakeover: replica a runs both shards; b waits; a is cut off
+// from the API's Leases: it stops its shards within the renew deadline, and
+// b takes them over after they expired, running the same pods on.
+func TestShardedTakeover(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	cs := fake.NewClientset()
+	casLeases(cs)
+	clk := clocktesting.NewFakeClock(t0)
+	var cut atomic.Bool
+	cs.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		l := a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
+		if cut.Load() && ptr.Deref(l.Spec.HolderIdentity, "") == "a" && l.Namespace == DefaultShardNamespace {
+			return true, nil, errors.New("replica a is partitioned")
+		}
+		return false, nil, nil
+	})
+	nodes := []string{"vn-0", "vn-1", "vn-2", "vn-3", "vn-4", "vn-5"}
+	replica := func(id string, cidr string) (*Sharded, *simulated.Provider) {
+		sim, err := simulated.New(simulated.Config{Clock: clk, PodCIDR: netip.MustParsePrefix(cidr)})
+		require.NoError(t, err)
+		s, err := NewSharded(ShardedConfig{Identity: id, Shards: 2,
+			Agent: Config{Client: cs, Nodes: nodes, Provider: sim, Clock: clk}})
+		require.NoError(t, err)
+		return s, sim
+	}
+	a, simA := replica("a", "10.1.0.0/16")
+	defer simA.Close()
+	b, simB := replica("b", "10.2.0.0/16")
+	defer simB.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	run := func(s *Sharded) chan error {
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx) }()
+		return done
+	}
+	doneA := run(a)
+	// Poll in real time, stepping the fake clock a quarter second between
+	// looks, so every goroutine sees each step.
+	advanceUntil := func(msg string, cond func() bool, check func()) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			check()
+			if cond() {
+				return true
+			}
+			clk.Step(250 * time.Millisecond)
+			return false
+		}, 30*time.Second, 10*time.Millisecond, msg)
+	}
+	noOverlap := func() {
+		for _, i := range a.Leading() {
+			require.NotContains(t, b.Leading(), i, "shard %d run by both replicas", i)
+		}
+	}
+	advanceUntil("a takes both shards", func() bool { return slices.Equal(a.Leading(), []int{0, 1}) }, func() {})
+	pod := testPod(v1.RestartPolicyAlways, nil)
+	pod.Spec.NodeName = "vn-3"
+	_, err := cs.CoreV1().Pods("ns").Create(ctx, pod, metav1.CreateOptions{})
+	require.NoError(t, err)
+	advanceUntil("the pod runs on a", func() bool {
+		p, err := cs.CoreV1().Pods("ns").Get(ctx, "p", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == v1.PodRunning
+	}, func() {})
+	require.Equal(t, 1, simA.Len())
+	before, err := cs.CoreV1().Pods("ns").Get(ctx, "p", metav1.GetOptions{})
+	require.NoError(t, err)
+
+	doneB := run(b)
+	start := clk.Now()
+	advanceUntil("b waits while a renews", func() bool { return clk.Since(start) > 30*time.Second }, func() {
+		require.Empty(t, b.Leading())
+	})
+
+	cut.Store(true)
+	cutAt := clk.Now()
+	var aStopped time.Time
+	advanceUntil("b takes both shards", func() bool { return slices.Equal(b.Leading(), []int{0, 1}) }, func() {
+		noOverlap()
+		if aStopped.IsZero() && len(a.Leading()) == 0 {
+			aStopped = clk.Now()
+		}
+	})
+	took := clk.Since(cutAt)
+	require.False(t, aStopped.IsZero())
+	require.LessOrEqual(t, aStopped.Sub(cutAt), DefaultShardDeadline+DefaultShardPeriod+time.Second, "a stops within its renew deadline")
+	require.LessOrEqual(t, took, DefaultShardDuration+2*DefaultShardPeriod+time.Second, "b takes over within a lease duration")
+	advanceUntil("b runs the pod on", func() bool { return simB.Len() == 1 }, noOverlap)
+	resync := clk.Now()
+	advanceUntil("b resyncs the pod", func() bool { return clk.Since(resync) > 5*time.Second }, noOverlap)
+	after, err := cs.CoreV1().Pods("ns").Get(ctx, "p", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, v1.PodRunning, after.Status.Phase)
+	require.Equal(t, before.Status.PodIP, after.Status.PodIP, "adopted, not restarted")
+	require.True(t, before.Status.StartTime.Equal(after.Status.StartTime))
+
+	cancel()
+	for _, done := range []chan error{doneA, doneB} {
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("Run did not return")
+		}
+	}
+}
+
+func TestShardedConfig(t *testing.T) {
+	cs := fake.NewClientset()
+	sim, err := simulated.New(simulated.Config{})
+	require.NoError(t, err)
+	agent := Config{Client: cs, Nodes: []string{"a", "b", "c"}, Provider: sim}
+	for name, cfg := range map[string]ShardedConfig{
+		"no identity":  {Agent: agent},
+		"deadline":     {Agent: agent, Identity: "x", RenewDeadline: 20 * time.Second},
+		"no nodes":     {Agent: Config{Client: cs, Provider: sim}, Identity: "x"},
+		"listener":     {Agent: Config{Client: cs, Nodes: []string{"a"}, Provider: sim, API: &APIConfig{Listener: &lazyListener{}}}, Identity: "x"},
+		"negative":     {Agent: agent, Identity: "x", Shards: -1},
+		"short period": {Agent: agent, Identity: "x", LeaseDuration: 500 * time.Millisecond},
+	} {
+		_, err := NewSharded(cfg)
+		require.ErrorIs(t, err, ErrInvalidConfig, name)
+	}
+	s, err := NewSharded(ShardedConfig{Agent: agent, Identity: "x"})
+	require.NoError(t, err)
+	require.Len(t, s.shards, 3, "at most one shard per node")
+	for i, nodes := range s.shards {
+		for _, n := range nodes {
+			require.Equal(t, i, ShardOf(n, 3), "a stable hash")
+		}
+	}
+}
