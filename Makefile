@@ -90,9 +90,11 @@ bench:
 	@$(STAGE) "bench (library)" $(GO) test -run '^$$' -bench . -benchmem ./...
 	@$(STAGE) "bench (test module)" sh -c 'cd test && $(GO) test -run "^$$" -bench . -benchmem ./...'
 
-## bench-cluster: issue 21's side-by-side runs on the conformance cluster
-## (root; ../shared/conformance built once): the reference agent vs the
-## upstream kubelet, virtualnodes vs KWOK. About 45 minutes; not in test.
+## bench-cluster: side-by-side runs on the conformance cluster (root;
+## conformance/ built once): the reference agent vs the upstream kubelet,
+## virtualnodes vs KWOK, each RUNS times interleaved (default 3; medians and
+## ratio ranges), pods created at RATE per second (default 5). About two
+## hours with the defaults; not in test.
 bench-cluster:
 	@hack/bench-cluster.sh
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# bench-cluster.sh — issue 21's side-by-side measurements (make bench-cluster; root; needs the
-# conformance cluster's binaries: ../shared/conformance/build.sh and images.sh run once).
+# bench-cluster.sh — side-by-side measurements (make bench-cluster; root; needs the conformance
+# cluster's binaries: conformance/build.sh and images.sh run once, as make conformance does).
 #
 #  1. the reference agent (examples/kubelet) against the upstream kubelet v1.36.3, each in turn
 #     the node agent of the conformance cluster (etcd, kube-apiserver, controller-manager,
@@ -11,19 +11,26 @@
 #  2. examples/virtualnodes against KWOK v0.8.0 (built from the module proxy) on the same
 #     kube-apiserver: $VNODES nodes and $VPODS pods under each in turn, $VSTEADY of steady state.
 #
+# Each part runs RUNS times (default 3), the agents interleaved (kubelet, nodekit, kubelet, …), and
+# the report gives the median of each figure and the median and range of the per-run ratios.
+# RATE (pods per second, default 5: clusterloader2's node-throughput shape; 0: 10 at a time) paces
+# the pod creations; each agent's own pod start SLI (kubelet_pod_start_sli_duration_seconds) is read
+# from its /metrics after the start phase.
 # Results: $OUT/*.json and $OUT/report.md (the README's tables). The cluster is left down.
-# Settings (env): CONFORMANCE_DIR STATE OUT PODS STEADY VNODES VPODS VSTEADY
+# Settings (env): CONFORMANCE_DIR STATE OUT PODS STEADY VNODES VPODS VSTEADY RUNS RATE
 #   PARTS (default "agents vnodes") AGENTS (default "kubelet nodekit") VAGENTS (default "virtualnodes kwok")
 #   VNODES_EXTRA AGENT_EXTRA (more flags for virtualnodes, the reference agent)
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-CONFORMANCE_DIR=${CONFORMANCE_DIR:-$ROOT/../shared/conformance}
+CONFORMANCE_DIR=${CONFORMANCE_DIR:-$ROOT/conformance}
 GO=${GO:-$(command -v go)}
 PODS=${PODS:-100}
 STEADY=${STEADY:-10m}
 VNODES=${VNODES:-1000}
 VPODS=${VPODS:-10000}
 VSTEADY=${VSTEADY:-3m}
+RUNS=${RUNS:-3}
+RATE=${RATE:-5}
 PARTS=${PARTS:-agents vnodes}
 AGENTS=${AGENTS:-kubelet nodekit}
 VAGENTS=${VAGENTS:-virtualnodes kwok}
@@ -68,27 +75,30 @@ run_agent() {
   local proxy=$!
   NODE_AGENT_CMD=$cmd "$CONFORMANCE_DIR/up.sh" > "$OUT/$name-up.log" 2>&1 || { tail -20 "$OUT/$name-up.log"; kill $proxy; die "$name: cluster did not come up"; }
   log "== $name: workload ($PODS pods, $STEADY steady)"
-  "$B" agent --kubeconfig "$ADMIN_KUBECONFIG" --name "$name" --version "$version" --supervisor-pid-file "$RUN/node-agent.pid" \
-    --stats http://127.0.0.1:16444/stats --pods "$PODS" --steady "$STEADY" --out "$OUT/$name.json" || { kill $proxy; die "$name: workload failed"; }
+  "$B" agent --kubeconfig "$ADMIN_KUBECONFIG" --name "${name%-*}" --version "$version" --supervisor-pid-file "$RUN/node-agent.pid" \
+    --stats http://127.0.0.1:16444/stats --pods "$PODS" --rate "$RATE" --node "$NODE_NAME" --steady "$STEADY" \
+    --out "$OUT/$name.json" || { kill $proxy; die "$name: workload failed"; }
   cp "$LOGS/node-agent.log" "$OUT/$name-agent.log" 2>/dev/null || true
   kill $proxy; wait $proxy 2>/dev/null || true
 }
 
 if [[ " $PARTS " == *" agents "* ]]; then
+for run in $(seq 1 "$RUNS"); do
   # The kubelet exactly as up.sh runs it by default, but for the kubeconfig and the runtime endpoint (the proxies).
   if [[ " $AGENTS " == *" kubelet "* ]]; then
-  run_agent kubelet "$KUBELET_VERSION" 'exec "$BIN/kubelet" --config="$KUBELET_CONFIG" --kubeconfig="$BENCH_NODE_KUBECONFIG" \
+  run_agent "kubelet-$run" "$KUBELET_VERSION" 'exec "$BIN/kubelet" --config="$KUBELET_CONFIG" --kubeconfig="$BENCH_NODE_KUBECONFIG" \
     --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --root-dir="$KUBELET_ROOT_DIR" --cert-dir="$KUBELET_ROOT_DIR/pki" \
     --container-runtime-endpoint="unix://$BENCH_CRI_SOCKET" --v=2'
   fi
   if [[ " $AGENTS " == *" nodekit "* ]]; then
   export BENCH_AGENT=$OUT/bin/nodekit-agent
-  run_agent nodekit "$NODEKIT_VERSION" 'exec "$BENCH_AGENT" --kubeconfig "$BENCH_NODE_KUBECONFIG" --node-name "$NODE_NAME" \
+  run_agent "nodekit-$run" "$NODEKIT_VERSION" 'exec "$BENCH_AGENT" --kubeconfig "$BENCH_NODE_KUBECONFIG" --node-name "$NODE_NAME" \
     --node-ip "$NODE_IP" --container-runtime-endpoint "unix://$BENCH_CRI_SOCKET" --tls-cert-file "$KUBELET_SERVING_CERT" \
     --tls-private-key-file "$KUBELET_SERVING_KEY" --client-ca-file "$CLIENT_CA_FILE" --root-dir "$KUBELET_ROOT_DIR" \
     --pod-logs-dir "$KUBELET_ROOT_DIR/pod-logs" --pod-manifest-path "$KUBELET_ROOT_DIR/manifests" \
     --cluster-dns "$CLUSTER_DNS" --cluster-domain "$CLUSTER_DOMAIN" --v=2 ${AGENT_EXTRA:-}'
   fi
+done
 fi
 
 if [[ " $PARTS " == *" vnodes "* ]]; then
@@ -97,25 +107,29 @@ if [[ " $PARTS " == *" vnodes "* ]]; then
     "$CONFORMANCE_DIR/down.sh" --purge > "$OUT/vnodes-down.log" 2>&1 || true
     "$CONFORMANCE_DIR/up.sh" > "$OUT/vnodes-up.log" 2>&1 || die "cluster did not come up"
   fi
+  for run in $(seq 1 "$RUNS"); do
   if [[ " $VAGENTS " == *" virtualnodes "* ]]; then
-  log "== virtualnodes: $VNODES nodes, $VPODS pods, $VSTEADY steady"
+  log "== virtualnodes (run $run): $VNODES nodes, $VPODS pods, $VSTEADY steady"
   "$B" vnodes --kubeconfig "$ADMIN_KUBECONFIG" --name virtualnodes --version "$NODEKIT_VERSION" --work-dir "$OUT" \
     --command "$OUT/bin/virtualnodes --kubeconfig \$KUBECONFIG --nodes $VNODES --node-prefix bvn- --port 0 --ready-delay 0s ${VNODES_EXTRA:-}" \
     --node-prefix bvn- --node-selector virtualnodes.nodekit.io/virtual=true \
-    --nodes "$VNODES" --pods "$VPODS" --steady "$VSTEADY" --out "$OUT/virtualnodes.json"
+    --nodes "$VNODES" --pods "$VPODS" --steady "$VSTEADY" --out "$OUT/virtualnodes-$run.json"
   fi
   if [[ " $VAGENTS " == *" kwok "* ]]; then
-  log "== KWOK: $VNODES nodes, $VPODS pods, $VSTEADY steady"
+  log "== KWOK (run $run): $VNODES nodes, $VPODS pods, $VSTEADY steady"
   "$B" vnodes --kubeconfig "$ADMIN_KUBECONFIG" --name kwok --version "$KWOK_VERSION" --work-dir "$OUT" --create-nodes \
     --command "$OUT/bin/kwok --kubeconfig \$KUBECONFIG --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake --config $OUT/kwok-stages.yaml --node-lease-duration-seconds 40" \
     --node-prefix bkw- --node-selector type=kwok \
-    --nodes "$VNODES" --pods "$VPODS" --steady "$VSTEADY" --out "$OUT/kwok.json"
+    --nodes "$VNODES" --pods "$VPODS" --steady "$VSTEADY" --out "$OUT/kwok-$run.json"
   fi
+  done
 fi
 "$CONFORMANCE_DIR/down.sh" > "$OUT/final-down.log" 2>&1 || true
 
 args=(--header "Measured $(sed -n 's/^date: //p' "$OUT/env.txt") on $(sed -n 's/^machine: //p' "$OUT/env.txt"); $(sed -n 's/^versions: //p' "$OUT/env.txt").")
-[ -f "$OUT/kubelet.json" ] && [ -f "$OUT/nodekit.json" ] && args+=(--kubelet "$OUT/kubelet.json" --agent "$OUT/nodekit.json")
-[ -f "$OUT/kwok.json" ] && [ -f "$OUT/virtualnodes.json" ] && args+=(--virtualnodes "$OUT/virtualnodes.json" --kwok "$OUT/kwok.json")
+runs() { local f=() r; for r in $(seq 1 "$RUNS"); do [ -f "$OUT/$1-$r.json" ] && f+=("$OUT/$1-$r.json"); done; (IFS=,; echo "${f[*]}"); }
+k=$(runs kubelet) a=$(runs nodekit) kw=$(runs kwok) vn=$(runs virtualnodes)
+[ -n "$k" ] && [ -n "$a" ] && args+=(--kubelet "$k" --agent "$a")
+[ -n "$kw" ] && [ -n "$vn" ] && args+=(--virtualnodes "$vn" --kwok "$kw")
 "$B" report "${args[@]}" | tee "$OUT/report.md"
 log "report: $OUT/report.md"

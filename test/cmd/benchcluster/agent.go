@@ -31,6 +31,9 @@ type AgentResult struct {
 	Date    time.Time `json:"date"`
 	Pods    int       `json:"pods"`
 
+	// RatePerSecond is how fast the pods were created; 0: in a burst (10
+	// calls at a time).
+	RatePerSecond float64 `json:"ratePerSecond,omitempty"`
 	// Latencies from the create (delete) call to the watch event, ms.
 	Running     Pct     `json:"runningMs"`
 	Ready       Pct     `json:"readyMs"`
@@ -44,6 +47,13 @@ type AgentResult struct {
 	Steady        usage   `json:"steady"` // during steady state with every pod running
 	Delete        usage   `json:"delete"`
 	SteadySeconds float64 `json:"steadySeconds"`
+
+	// SLI is the agent's own kubelet_pod_start_sli_duration_seconds after
+	// the start phase (read from its /metrics through the API server's
+	// node proxy; quantiles interpolated in the histogram's buckets as
+	// Prometheus' histogram_quantile does), ms; SLICount its sample count.
+	SLI      Pct `json:"sliMs"`
+	SLICount int `json:"sliCount"`
 
 	StartCounters  Counters `json:"startCounters"`  // during the start phase
 	SteadyCounters Counters `json:"steadyCounters"` // during steady state
@@ -85,6 +95,8 @@ func runAgent(ctx context.Context, args []string) error {
 	image := fs.String("image", "registry.k8s.io/e2e-test-images/agnhost:2.63.0", "the pods' image: agnhost (netexec serves the readiness probe, cat runs the liveness probe)")
 	namespace := fs.String("namespace", "bench", "namespace of the pods")
 	out := fs.String("out", "", "JSON result file")
+	rate := fs.Float64("rate", 0, "pods created per second (clusterloader2's node-throughput shape: 5); 0 creates them 10 at a time")
+	node := fs.String("node", "", "the node's name, to read the agent's pod start SLI from its /metrics; empty: not read")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -104,7 +116,7 @@ func runAgent(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	res := AgentResult{Agent: *name, Version: *version, Date: time.Now().UTC(), Pods: *pods, SteadySeconds: steady.Seconds()}
+	res := AgentResult{Agent: *name, Version: *version, Date: time.Now().UTC(), Pods: *pods, SteadySeconds: steady.Seconds(), RatePerSecond: *rate}
 	smp := &sampler{pid: pid}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -154,10 +166,10 @@ func runAgent(ctx context.Context, args []string) error {
 
 	// burst makes one API call per pod (10 at a time), noting when each
 	// was made, and waits until done holds for every pod: one phase.
-	burst := func(what string, timeout time.Duration, call func(i int) error, done func(*podTimes) bool) ([]time.Time, phase, error) {
+	burst := func(what string, timeout time.Duration, rate float64, call func(i int) error, done func(*podTimes) bool) ([]time.Time, phase, error) {
 		at := make([]time.Time, *pods)
 		ph, err := measure(func() error {
-			if err := parallel(ctx, *pods, 10, func(i int) error {
+			if err := paced(ctx, *pods, rate, func(i int) error {
 				at[i] = time.Now()
 				return call(i)
 			}); err != nil {
@@ -172,7 +184,7 @@ func runAgent(ctx context.Context, args []string) error {
 	}
 
 	// Start.
-	created, start, err := burst("start", 10*time.Minute, func(i int) error {
+	created, start, err := burst("start", 10*time.Minute, *rate, func(i int) error {
 		_, err := cs.CoreV1().Pods(ns).Create(ctx, benchPod(i, *image), metav1.CreateOptions{})
 		return err
 	}, func(p *podTimes) bool { return !p.ready.IsZero() })
@@ -190,6 +202,18 @@ func runAgent(ctx context.Context, args []string) error {
 	res.StartCounters = start.counters
 	fmt.Printf("%s: %d pods Ready in %.1fs (Running p50 %.0f ms p99 %.0f ms, Ready p50 %.0f ms p99 %.0f ms); %d API requests\n",
 		*name, *pods, res.StartPhase, res.Running.P50, res.Running.P99, res.Ready.P50, res.Ready.P99, res.StartCounters.APIRequests)
+
+	if *node != "" {
+		// The watch that reports a pod started to the agent may lag the
+		// harness's own: give it the settle time to count every pod.
+		if err := waitFor(ctx, *settle, func() bool {
+			res.SLI, res.SLICount, err = podStartSLI(ctx, cs, *node)
+			return err == nil && res.SLICount >= *pods
+		}); err != nil {
+			fmt.Printf("%s: pod start SLI: %d of %d pods counted (%v)\n", *name, res.SLICount, *pods, err)
+		}
+		fmt.Printf("%s: pod start SLI p50 %.0f ms p99 %.0f ms (%d pods)\n", *name, res.SLI.P50, res.SLI.P99, res.SLICount)
+	}
 
 	// Steady state.
 	if err := sleepCtx(ctx, *settle); err != nil {
@@ -209,7 +233,7 @@ func runAgent(ctx context.Context, args []string) error {
 		*name, *steady, res.Steady.CPUCores, float64(res.Steady.RSSBytes)/(1<<20), res.SteadyCounters.APIRequests, res.SteadyCounters.CRICalls)
 
 	// Deletion.
-	deleted, del, err := burst("delete", 5*time.Minute, func(i int) error {
+	deleted, del, err := burst("delete", 5*time.Minute, 0, func(i int) error {
 		return cs.CoreV1().Pods(ns).Delete(ctx, podName(i), metav1.DeleteOptions{})
 	}, func(p *podTimes) bool { return !p.gone.IsZero() })
 	if err != nil {

@@ -61,3 +61,34 @@ func TestUsage(t *testing.T) {
 	assert.Equal(t, int64(6)<<20, u.RSSBytes)
 	assert.Equal(t, usage{}, s.usage(t0.Add(20*time.Second), t0.Add(30*time.Second), 5*time.Second), "no samples")
 }
+
+func TestPodStartSLIHistogram(t *testing.T) {
+	text := []byte(`# HELP kubelet_pod_start_sli_duration_seconds ...
+# TYPE kubelet_pod_start_sli_duration_seconds histogram
+kubelet_pod_start_sli_duration_seconds_bucket{le="0.5"} 0
+kubelet_pod_start_sli_duration_seconds_bucket{le="1"} 40
+kubelet_pod_start_sli_duration_seconds_bucket{le="2"} 90
+kubelet_pod_start_sli_duration_seconds_bucket{le="+Inf"} 100
+kubelet_pod_start_sli_duration_seconds_sum 150
+kubelet_pod_start_sli_duration_seconds_count 100
+kubelet_pod_start_total_duration_seconds_count 7
+`)
+	buckets, count, err := parseHistogram(text, sliMetric)
+	assert.NoError(t, err)
+	assert.Equal(t, 100, count)
+	assert.Len(t, buckets, 4)
+	assert.InDelta(t, 1.2, histogramQuantile(0.5, buckets, count), 1e-9, "40..90 between 1s and 2s")
+	assert.InDelta(t, 0.5+0.5*10/40.0, histogramQuantile(0.1, buckets, count), 1e-9)
+	assert.InDelta(t, 2, histogramQuantile(0.99, buckets, count), 1e-9, "in +Inf: its lower bound")
+	_, _, err = parseHistogram([]byte("other 1\n"), sliMetric)
+	assert.Error(t, err)
+}
+
+func TestSummarize(t *testing.T) {
+	s := summarize([]float64{100, 120, 90}, []float64{50, 66, 60})
+	assert.InDelta(t, 100, s.base, 1e-9)
+	assert.InDelta(t, 60, s.ours, 1e-9)
+	assert.InDelta(t, 0.55, s.ratio, 1e-9, "median of 0.5, 0.55, 0.667")
+	assert.InDelta(t, 0.5, s.lo, 1e-9)
+	assert.InDelta(t, 2.0/3, s.hi, 1e-9)
+}

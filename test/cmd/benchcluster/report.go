@@ -12,10 +12,10 @@ import (
 
 func runReport(args []string) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
-	kubelet := fs.String("kubelet", "", "the kubelet's AgentResult JSON")
-	agent := fs.String("agent", "", "the reference agent's AgentResult JSON")
-	vnodes := fs.String("virtualnodes", "", "virtualnodes' VNodesResult JSON")
-	kwok := fs.String("kwok", "", "KWOK's VNodesResult JSON")
+	kubelet := fs.String("kubelet", "", "the kubelet's AgentResult JSON files, comma-separated (one per run)")
+	agent := fs.String("agent", "", "the reference agent's AgentResult JSON files, comma-separated, in the kubelet's runs' order")
+	vnodes := fs.String("virtualnodes", "", "virtualnodes' VNodesResult JSON files, comma-separated")
+	kwok := fs.String("kwok", "", "KWOK's VNodesResult JSON files, comma-separated, in virtualnodes' runs' order")
 	header := fs.String("header", "", "a line printed above the tables (date, machine, versions)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -26,26 +26,47 @@ func runReport(args []string) error {
 		fmt.Fprintln(w)
 	}
 	if *kubelet != "" && *agent != "" {
-		var k, a AgentResult
-		if err := readJSON(*kubelet, &k); err != nil {
+		k, err := readAll[AgentResult](*kubelet)
+		if err != nil {
 			return err
 		}
-		if err := readJSON(*agent, &a); err != nil {
+		a, err := readAll[AgentResult](*agent)
+		if err != nil {
 			return err
+		}
+		if len(k) != len(a) {
+			return fmt.Errorf("%d kubelet runs but %d agent runs", len(k), len(a))
 		}
 		agentTable(w, k, a)
 	}
 	if *vnodes != "" && *kwok != "" {
-		var v, k VNodesResult
-		if err := readJSON(*vnodes, &v); err != nil {
+		v, err := readAll[VNodesResult](*vnodes)
+		if err != nil {
 			return err
 		}
-		if err := readJSON(*kwok, &k); err != nil {
+		k, err := readAll[VNodesResult](*kwok)
+		if err != nil {
 			return err
+		}
+		if len(k) != len(v) {
+			return fmt.Errorf("%d KWOK runs but %d virtualnodes runs", len(k), len(v))
 		}
 		vnodesTable(w, k, v)
 	}
 	return nil
+}
+
+// readAll reads the comma-separated JSON files of paths.
+func readAll[R any](paths string) ([]R, error) {
+	var out []R
+	for _, p := range strings.Split(paths, ",") {
+		var r R
+		if err := readJSON(p, &r); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 func readJSON(path string, v any) error {
@@ -56,13 +77,76 @@ func readJSON(path string, v any) error {
 	return json.Unmarshal(b, v)
 }
 
-// row prints one table row: the baseline, ours and ours / baseline.
-func row(w io.Writer, name string, base, ours float64, unit string) {
-	ratio := "—"
-	if base != 0 {
-		ratio = fmt.Sprintf("%.2f", ours/base)
+// summary is one figure over interleaved runs: the median of each side,
+// and the median and range of the per-run ratios (ours / base, runs
+// paired in order; runs whose base is 0 have no ratio).
+type summary struct {
+	base, ours, ratio, lo, hi float64
+	ratios                    int
+}
+
+func summarize(base, ours []float64) summary {
+	s := summary{base: median(base), ours: median(ours)}
+	var rs []float64
+	for i := range min(len(base), len(ours)) {
+		if base[i] != 0 {
+			rs = append(rs, ours[i]/base[i])
+		}
 	}
-	fmt.Fprintf(w, "| %s | %s | %s | %s |\n", name, num(base, unit), num(ours, unit), ratio)
+	if len(rs) > 0 {
+		s.ratio, s.lo, s.hi, s.ratios = median(rs), slices.Min(rs), slices.Max(rs), len(rs)
+	}
+	return s
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// figure is one row of a table: how to read it from a run's result.
+type figure[R any] struct {
+	name, unit string
+	v          func(R) float64
+}
+
+// rows prints the figures: the baseline, ours and ours / baseline; over
+// several runs, medians and the ratios' range.
+func rows[R any](w io.Writer, figs []figure[R], base, ours []R) {
+	for _, f := range figs {
+		var b, o []float64
+		for _, r := range base {
+			b = append(b, f.v(r))
+		}
+		for _, r := range ours {
+			o = append(o, f.v(r))
+		}
+		s := summarize(b, o)
+		ratio := "—"
+		switch {
+		case s.ratios == 1:
+			ratio = fmt.Sprintf("%.2f", s.ratio)
+		case s.ratios > 1:
+			ratio = fmt.Sprintf("%.2f (%.2f–%.2f)", s.ratio, s.lo, s.hi)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", f.name, num(s.base, f.unit), num(s.ours, f.unit), ratio)
+	}
+}
+
+// tableHead is the header row; over several runs it says the cells are
+// medians.
+func tableHead(w io.Writer, n int, base, ours string) {
+	if n > 1 {
+		fmt.Fprintf(w, "Medians of %d interleaved runs; the ratio is the median of the per-run ratios, with their range.\n\n", n)
+	}
+	fmt.Fprintf(w, "| figure | %s | %s | ratio |\n|---|---|---|---|\n", base, ours)
 }
 
 func num(v float64, unit string) string {
@@ -78,37 +162,45 @@ func num(v float64, unit string) string {
 
 const mib = 1 << 20
 
-func agentTable(w io.Writer, k, a AgentResult) {
-	fmt.Fprintf(w, "**Reference agent vs upstream kubelet** — %d pods (agnhost netexec; a configMap volume, the service-account token, an HTTP readiness and an exec liveness probe, period 10 s), %s of steady state, then %d deletions (grace 30 s)\n\n",
-		k.Pods, fmtSeconds(k.SteadySeconds), k.Pods)
-	fmt.Fprintf(w, "| figure | %s | %s | ratio |\n|---|---|---|---|\n", label(k.Agent, k.Version), label(a.Agent, a.Version))
-	row(w, "create → Running p50", k.Running.P50, a.Running.P50, " ms")
-	row(w, "create → Running p99", k.Running.P99, a.Running.P99, " ms")
-	row(w, "create → Ready p50", k.Ready.P50, a.Ready.P50, " ms")
-	row(w, "create → Ready p99", k.Ready.P99, a.Ready.P99, " ms")
-	row(w, "delete → gone p50", k.Gone.P50, a.Gone.P50, " ms")
-	row(w, "delete → gone p99", k.Gone.P99, a.Gone.P99, " ms")
-	row(w, "RSS, steady (mean)", float64(k.Steady.RSSBytes)/mib, float64(a.Steady.RSSBytes)/mib, " MiB")
-	row(w, "RSS, peak (VmHWM)", float64(k.PeakRSSBytes)/mib, float64(a.PeakRSSBytes)/mib, " MiB")
-	row(w, "CPU, steady (mean)", k.Steady.CPUCores*1000, a.Steady.CPUCores*1000, " mcores")
-	row(w, fmt.Sprintf("CPU, starting %d pods (mean)", k.Pods), k.Start.CPUCores*1000, a.Start.CPUCores*1000, " mcores")
-	peak := func(r AgentResult) float64 {
-		return max(r.Start.PeakCPUCores, r.Steady.PeakCPUCores, r.Delete.PeakCPUCores) * 1000
+func agentTable(w io.Writer, ks, as []AgentResult) {
+	k, a := ks[0], as[0]
+	shape := "created 10 at a time"
+	if k.RatePerSecond > 0 {
+		shape = fmt.Sprintf("created at %g per second", k.RatePerSecond)
 	}
-	row(w, "CPU, peak (5 s window)", peak(k), peak(a), " mcores")
+	fmt.Fprintf(w, "**Reference agent vs upstream kubelet** — %d pods (agnhost netexec; a configMap volume, the service-account token, an HTTP readiness and an exec liveness probe, period 10 s), %s, %s of steady state, then %d deletions (grace 30 s)\n\n",
+		k.Pods, shape, fmtSeconds(k.SteadySeconds), k.Pods)
+	tableHead(w, len(ks), label(k.Agent, k.Version), label(a.Agent, a.Version))
 	n := float64(k.Pods)
-	row(w, "API requests per pod start", float64(k.StartCounters.APIRequests)/n, float64(a.StartCounters.APIRequests)/n, "")
-	row(w, "API bytes sent per pod start", float64(k.StartCounters.APIBytesSent)/n, float64(a.StartCounters.APIBytesSent)/n, " B")
-	row(w, "API bytes received per pod start", float64(k.StartCounters.APIBytesReceived)/n, float64(a.StartCounters.APIBytesReceived)/n, " B")
 	hour := func(r AgentResult, v int64) float64 { return float64(v) * 3600 / r.SteadySeconds }
-	row(w, "API requests per node-hour (steady)", hour(k, k.SteadyCounters.APIRequests), hour(a, a.SteadyCounters.APIRequests), "")
-	row(w, "API bytes sent per node-hour (steady)", hour(k, k.SteadyCounters.APIBytesSent)/mib, hour(a, a.SteadyCounters.APIBytesSent)/mib, " MiB")
-	row(w, "API bytes received per node-hour (steady)", hour(k, k.SteadyCounters.APIBytesReceived)/mib, hour(a, a.SteadyCounters.APIBytesReceived)/mib, " MiB")
 	minute := func(r AgentResult, v int64) float64 { return float64(v) * 60 / r.SteadySeconds }
-	row(w, "CRI calls per minute (steady)", minute(k, k.SteadyCounters.CRICalls), minute(a, a.SteadyCounters.CRICalls), "")
-	row(w, "CRI calls per pod start", float64(k.StartCounters.CRICalls)/n, float64(a.StartCounters.CRICalls)/n, "")
+	rows(w, []figure[AgentResult]{
+		{"create → Running p50", " ms", func(r AgentResult) float64 { return r.Running.P50 }},
+		{"create → Running p99", " ms", func(r AgentResult) float64 { return r.Running.P99 }},
+		{"create → Ready p50", " ms", func(r AgentResult) float64 { return r.Ready.P50 }},
+		{"create → Ready p99", " ms", func(r AgentResult) float64 { return r.Ready.P99 }},
+		{"pod start SLI p50 (the agent's own)", " ms", func(r AgentResult) float64 { return r.SLI.P50 }},
+		{"pod start SLI p99 (the agent's own)", " ms", func(r AgentResult) float64 { return r.SLI.P99 }},
+		{"delete → gone p50", " ms", func(r AgentResult) float64 { return r.Gone.P50 }},
+		{"delete → gone p99", " ms", func(r AgentResult) float64 { return r.Gone.P99 }},
+		{"RSS, steady (mean)", " MiB", func(r AgentResult) float64 { return float64(r.Steady.RSSBytes) / mib }},
+		{"RSS, peak (VmHWM)", " MiB", func(r AgentResult) float64 { return float64(r.PeakRSSBytes) / mib }},
+		{"CPU, steady (mean)", " mcores", func(r AgentResult) float64 { return r.Steady.CPUCores * 1000 }},
+		{fmt.Sprintf("CPU, starting %d pods (mean)", k.Pods), " mcores", func(r AgentResult) float64 { return r.Start.CPUCores * 1000 }},
+		{"CPU, peak (5 s window)", " mcores", func(r AgentResult) float64 {
+			return max(r.Start.PeakCPUCores, r.Steady.PeakCPUCores, r.Delete.PeakCPUCores) * 1000
+		}},
+		{"API requests per pod start", "", func(r AgentResult) float64 { return float64(r.StartCounters.APIRequests) / n }},
+		{"API bytes sent per pod start", " B", func(r AgentResult) float64 { return float64(r.StartCounters.APIBytesSent) / n }},
+		{"API bytes received per pod start", " B", func(r AgentResult) float64 { return float64(r.StartCounters.APIBytesReceived) / n }},
+		{"API requests per node-hour (steady)", "", func(r AgentResult) float64 { return hour(r, r.SteadyCounters.APIRequests) }},
+		{"API bytes sent per node-hour (steady)", " MiB", func(r AgentResult) float64 { return hour(r, r.SteadyCounters.APIBytesSent) / mib }},
+		{"API bytes received per node-hour (steady)", " MiB", func(r AgentResult) float64 { return hour(r, r.SteadyCounters.APIBytesReceived) / mib }},
+		{"CRI calls per minute (steady)", "", func(r AgentResult) float64 { return minute(r, r.SteadyCounters.CRICalls) }},
+		{"CRI calls per pod start", "", func(r AgentResult) float64 { return float64(r.StartCounters.CRICalls) / n }},
+	}, ks, as)
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Where the steady state's calls go (per minute):")
+	fmt.Fprintln(w, "Where the steady state's calls go (per minute, first run):")
 	fmt.Fprintln(w)
 	for _, r := range []AgentResult{k, a} {
 		fmt.Fprintf(w, "- %s: API %s; CRI %s\n", r.Agent, top(r.SteadyCounters.APIByKind, 60/r.SteadySeconds, 6), top(r.SteadyCounters.CRIByMethod, 60/r.SteadySeconds, 6))
@@ -116,24 +208,27 @@ func agentTable(w io.Writer, k, a AgentResult) {
 	fmt.Fprintln(w)
 }
 
-func vnodesTable(w io.Writer, k, v VNodesResult) {
+func vnodesTable(w io.Writer, ks, vs []VNodesResult) {
+	k, v := ks[0], vs[0]
 	fmt.Fprintf(w, "**virtualnodes vs KWOK** — %d nodes, %d pods (%d per node, bound by nodeName), %s of steady state, one kube-apiserver\n\n",
 		k.Nodes, k.Pods, k.Pods/max(1, k.Nodes), fmtSeconds(k.SteadySeconds))
-	fmt.Fprintf(w, "| figure | %s | %s | ratio |\n|---|---|---|---|\n", label(k.Agent, k.Version), label(v.Agent, v.Version))
-	row(w, "start → every node Ready", k.NodesReady, v.NodesReady, " s")
-	row(w, "first pod create → every pod Running", k.PodsRunning, v.PodsRunning, " s")
-	row(w, "(pod creation alone took)", k.PodsCreated, v.PodsCreated, " s")
-	row(w, "CPU, steady (mean)", k.Steady.CPUCores*1000, v.Steady.CPUCores*1000, " mcores")
-	row(w, "CPU, ramp (start → every pod Running, mean)", k.Ramp.CPUCores*1000, v.Ramp.CPUCores*1000, " mcores")
-	row(w, "RSS, steady (mean)", float64(k.Steady.RSSBytes)/mib, float64(v.Steady.RSSBytes)/mib, " MiB")
-	row(w, "RSS, peak (VmHWM)", float64(k.PeakRSSBytes)/mib, float64(v.PeakRSSBytes)/mib, " MiB")
-	row(w, "API requests per second (steady)", float64(k.SteadyAPI.APIRequests)/k.SteadySeconds, float64(v.SteadyAPI.APIRequests)/v.SteadySeconds, "")
-	row(w, "API bytes sent per second (steady)", float64(k.SteadyAPI.APIBytesSent)/k.SteadySeconds/1024, float64(v.SteadyAPI.APIBytesSent)/v.SteadySeconds/1024, " KiB")
-	row(w, "lease renewals (steady)", float64(k.Renewals), float64(v.Renewals), "")
-	row(w, "late renewals (> ¼ duration after due)", float64(k.LateRenewals), float64(v.LateRenewals), "")
-	row(w, "longest gap between renewals", k.WorstGap, v.WorstGap, " s")
+	tableHead(w, len(ks), label(k.Agent, k.Version), label(v.Agent, v.Version))
+	rows(w, []figure[VNodesResult]{
+		{"start → every node Ready", " s", func(r VNodesResult) float64 { return r.NodesReady }},
+		{"first pod create → every pod Running", " s", func(r VNodesResult) float64 { return r.PodsRunning }},
+		{"(pod creation alone took)", " s", func(r VNodesResult) float64 { return r.PodsCreated }},
+		{"CPU, steady (mean)", " mcores", func(r VNodesResult) float64 { return r.Steady.CPUCores * 1000 }},
+		{"CPU, ramp (start → every pod Running, mean)", " mcores", func(r VNodesResult) float64 { return r.Ramp.CPUCores * 1000 }},
+		{"RSS, steady (mean)", " MiB", func(r VNodesResult) float64 { return float64(r.Steady.RSSBytes) / mib }},
+		{"RSS, peak (VmHWM)", " MiB", func(r VNodesResult) float64 { return float64(r.PeakRSSBytes) / mib }},
+		{"API requests per second (steady)", "", func(r VNodesResult) float64 { return float64(r.SteadyAPI.APIRequests) / r.SteadySeconds }},
+		{"API bytes sent per second (steady)", " KiB", func(r VNodesResult) float64 { return float64(r.SteadyAPI.APIBytesSent) / r.SteadySeconds / 1024 }},
+		{"lease renewals (steady)", "", func(r VNodesResult) float64 { return float64(r.Renewals) }},
+		{"late renewals (> ¼ duration after due)", "", func(r VNodesResult) float64 { return float64(r.LateRenewals) }},
+		{"longest gap between renewals", " s", func(r VNodesResult) float64 { return r.WorstGap }},
+	}, ks, vs)
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Where the steady state's requests go (per second):")
+	fmt.Fprintln(w, "Where the steady state's requests go (per second, first run):")
 	fmt.Fprintln(w)
 	for _, r := range []VNodesResult{k, v} {
 		fmt.Fprintf(w, "- %s: %s\n", r.Agent, top(r.SteadyAPI.APIByKind, 1/r.SteadySeconds, 6))
