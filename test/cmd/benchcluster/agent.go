@@ -440,6 +440,14 @@ func adminClient(kubeconfig string, qps float32) (kubernetes.Interface, error) {
 
 // ensureNamespace creates namespace ns unless it exists.
 func ensureNamespace(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	// A namespace the previous run deleted may still be terminating: wait
+	// for it to go before creating it again.
+	if err := waitFor(ctx, 3*time.Minute, func() bool {
+		n, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err) || err == nil && n.DeletionTimestamp == nil
+	}); err != nil {
+		return fmt.Errorf("namespace %s still terminating: %w", ns, err)
+	}
 	_, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return nil
