@@ -41,9 +41,16 @@ type Agent struct {
 	// whether this agent's handlers saw every pod once.
 	sharedPods bool
 	podsSynced func() bool
-	syncer     *syncer
-	running    atomic.Bool
-	started    time.Time // when Run started: the nodes' stats start time
+	// podEvents counts the informer's deliveries; lastHousekeeping is
+	// the count and time of the last housekeeping pass (loop goroutine).
+	podEvents        atomic.Uint64
+	lastHousekeeping struct {
+		events uint64
+		at     time.Time
+	}
+	syncer  *syncer
+	running atomic.Bool
+	started time.Time // when Run started: the nodes' stats start time
 	// dispatch serialises the informer's pod deliveries with housekeeping,
 	// as the kubelet's one sync loop goroutine does: a pod delivered between
 	// housekeeping's snapshot of the informer and its SyncKnownPods would

@@ -30,7 +30,9 @@
 //     patched (strategic merge, UID precondition) only when it differs from
 //     the last one sent.
 //   - The same loop polls podworkers' due pods every second and runs
-//     housekeeping (SyncKnownPods) every two, like the kubelet's sync loop.
+//     housekeeping (SyncKnownPods) every two, like the kubelet's sync loop,
+//     but only when the informer delivered a pod change since the last
+//     pass, else every 30s (a pass walks every pod).
 //     Providers that implement PodNotifier get a sync of a pod as soon as they
 //     report it changed. This loop stands where syncloop and pleg stand in
 //     a CRI agent: a provider has no CRI runtime to relist (its

@@ -22,8 +22,11 @@ var ErrAlreadyRunning = errors.New("virtualnode: already running")
 // Loop periods, as the kubelet's sync loop: due pods every second,
 // housekeeping every two.
 const (
-	tickPeriod         = time.Second
-	housekeepingTicks  = 2
+	tickPeriod        = time.Second
+	housekeepingTicks = 2
+	// housekeepingMaxGap bounds the time between two housekeeping passes
+	// when no pod changed.
+	housekeepingMaxGap = 30 * time.Second
 	nodeRetryDelay     = time.Second
 	notReadySyncPeriod = time.Second
 )
@@ -100,6 +103,7 @@ func (a *Agent) Run(ctx context.Context) error {
 
 // onPod delivers an added or updated pod of a managed node to the workers.
 func (a *Agent) onPod(ctx context.Context, obj any, t podworkers.UpdateType) {
+	a.podEvents.Add(1)
 	pod, ok := obj.(*v1.Pod)
 	if !ok || !a.isManaged(pod) {
 		return
@@ -114,6 +118,7 @@ func (a *Agent) onPod(ctx context.Context, obj any, t podworkers.UpdateType) {
 // onPodDeleted kills a pod removed from the API (usually after the agent's
 // own final delete, when the pod is already finished and this is a no-op).
 func (a *Agent) onPodDeleted(ctx context.Context, obj any) {
+	a.podEvents.Add(1)
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
@@ -161,7 +166,7 @@ func (a *Agent) loop(ctx context.Context, work chan<- *node, done <-chan *node) 
 			for _, uid := range a.workers.DuePods() {
 				a.sync(ctx, uid)
 			}
-			if tick%housekeepingTicks == 0 {
+			if tick%housekeepingTicks == 0 && a.housekeepingDue(now) {
 				a.housekeeping(ctx)
 			}
 		}
@@ -181,6 +186,19 @@ func (a *Agent) loop(ctx context.Context, work chan<- *node, done <-chan *node) 
 			}
 		}
 	}
+}
+
+// housekeepingDue: a pod changed in the informer since the last pass, or
+// the last one is housekeepingMaxGap old. The pass costs a walk of every
+// pod; with nothing changed it has nothing to find but finished workers to
+// forget, which can wait.
+func (a *Agent) housekeepingDue(now time.Time) bool {
+	events := a.podEvents.Load()
+	if events == a.lastHousekeeping.events && now.Sub(a.lastHousekeeping.at) < housekeepingMaxGap {
+		return false
+	}
+	a.lastHousekeeping.events, a.lastHousekeeping.at = events, now
+	return true
 }
 
 // housekeeping reconciles the workers with the managed pods in the

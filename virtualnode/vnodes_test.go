@@ -57,3 +57,17 @@ func TestNewInvalidConfig(t *testing.T) {
 	_, err = New(Config{Client: cs, Nodes: []string{"a", "b"}, Provider: sim})
 	require.NoError(t, err)
 }
+
+func TestHousekeepingFollowsChange(t *testing.T) {
+	a := &Agent{}
+	now := t0
+	require.True(t, a.housekeepingDue(now), "the first pass")
+	now = now.Add(2 * time.Second)
+	require.False(t, a.housekeepingDue(now), "nothing changed")
+	a.podEvents.Add(1)
+	require.True(t, a.housekeepingDue(now), "a pod changed")
+	now = now.Add(2 * time.Second)
+	require.False(t, a.housekeepingDue(now))
+	now = now.Add(housekeepingMaxGap)
+	require.True(t, a.housekeepingDue(now), "at least every housekeepingMaxGap")
+}
