@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
@@ -77,19 +76,17 @@ type Agent struct {
 	lease      *lease.Controller
 	statusMgr  *podstatus.Manager
 	startup    *podstartup.Tracker
-	// lastRuntimeStatus is the runtime's latest answer to Status.
-	lastRuntimeStatus atomic.Pointer[runtimeapi.StatusResponse]
-	syncer            *podsyncer.Syncer
-	summary           eviction.SummaryProvider
-	objects           *objects.Cache // nil standalone
-	services          cache.SharedIndexInformer
-	volumes           *volumes.Manager
-	cgroups           *cgroups.Manager // nil on the simulator or without pod cgroups
-	alloc             *allocation.Manager
-	api               *kubeletapi.Server
-	serving           *nodecerts.Serving // the API's certificate from the cluster; nil without ServerTLSBootstrap
-	apiPort           int                // the bound kubelet API port, 0 when disabled
-	listeners         []net.Listener     // the API's, closed on close if Run never took them
+	syncer     *podsyncer.Syncer
+	summary    eviction.SummaryProvider
+	objects    *objects.Cache // nil standalone
+	services   cache.SharedIndexInformer
+	volumes    *volumes.Manager
+	cgroups    *cgroups.Manager // nil on the simulator or without pod cgroups
+	alloc      *allocation.Manager
+	api        *kubeletapi.Server
+	serving    *nodecerts.Serving // the API's certificate from the cluster; nil without ServerTLSBootstrap
+	apiPort    int                // the bound kubelet API port, 0 when disabled
+	listeners  []net.Listener     // the API's, closed on close if Run never took them
 
 	pods *podmanager.Manager
 

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 
 	cadvisorapi "github.com/google/cadvisor/info/v1"
@@ -20,6 +19,7 @@ import (
 	"github.com/nodekit/nodekit/nodeclaim"
 	"github.com/nodekit/nodekit/nodestatus"
 	"github.com/nodekit/nodekit/nodestatus/cadvisorinfo"
+	"github.com/nodekit/nodekit/nodestatus/crinode"
 )
 
 func scheme() *runtime.Scheme { return clientgoscheme.Scheme }
@@ -59,29 +59,36 @@ func (a *Agent) buildNodeStatus(ctx context.Context) error {
 		NodeName: a.opts.NodeName, ID: id, Clock: a.opts.Clock}); err != nil {
 		return err
 	}
+	// The handlers report neither recursive read-only mounts nor user
+	// namespaces: the pod syncer does not support them (such pods fail
+	// loudly), whatever the runtime could do.
+	cri, err := crinode.New(crinode.Config{Runtime: a.rt, Images: a.images})
+	if err != nil {
+		return err
+	}
 	var b nodestatus.Builder
 	b.Add(a.claim.Setter, nil) // first: a node taken over stops this agent
 	b.Add(nodestatus.NodeAddress(addr))
 	b.Add(nodestatus.MachineInfo(machine))
 	b.Add(nodestatus.VersionInfo(nodestatus.VersionConfig{Runtime: func(ctx context.Context) (string, string, error) {
-		v, err := a.rt.Version(ctx, "v1")
+		name, version, err := cri.Version(ctx)
 		if err != nil {
 			return a.runtimeID, "", err
 		}
-		return v.RuntimeName, v.RuntimeVersion, nil
+		return name, version, nil
 	}}))
 	b.Add(nodestatus.DaemonEndpoints(int32(a.apiPort)))
-	b.Add(nodestatus.Images(0, a.listImages))
+	b.Add(nodestatus.Images(0, cri.Images))
 	b.Add(nodestatus.GoRuntime(), nil)
 	b.Add(nodestatus.MemoryPressureCondition(a.evict.IsUnderMemoryPressure, rec))
 	b.Add(nodestatus.DiskPressureCondition(a.evict.IsUnderDiskPressure, rec))
 	b.Add(nodestatus.PIDPressureCondition(a.evict.IsUnderPIDPressure, rec))
 	b.Add(nodestatus.ReadyCondition(nodestatus.ReadyConfig{Recorder: rec,
-		RuntimeErrors: func() error { return a.runtimeErrors(ctx) },
-		NetworkErrors: func() error { return a.networkErrors(ctx) }}))
+		RuntimeErrors: func() error { return errors.Join(cri.RuntimeErrors(ctx), a.pleg.Healthy()) },
+		NetworkErrors: func() error { return cri.NetworkErrors(ctx) }}))
 	// After Ready, whose check refreshed the runtime's status.
-	b.Add(nodestatus.RuntimeHandlers(a.runtimeHandlers))
-	b.Add(nodestatus.NodeFeatures(a.nodeFeatures))
+	b.Add(nodestatus.RuntimeHandlers(cri.RuntimeHandlers))
+	b.Add(nodestatus.NodeFeatures(cri.NodeFeatures))
 	// Every volume type this agent mounts is node-local (no attach or
 	// device mount): none is ever in use in the attach/detach sense.
 	b.Add(nodestatus.VolumesInUse(func() bool { return true }, func() []v1.UniqueVolumeName { return nil }))
@@ -94,87 +101,6 @@ func (a *Agent) buildNodeStatus(ctx context.Context) error {
 		Annotations: a.claim.Annotations(),
 		Setters:     setters, Clock: clk, OnRegistered: func(n *v1.Node) { a.lease.SetNodeUID(n.Name, n.UID) }})
 	return err
-}
-
-func (a *Agent) listImages(ctx context.Context) ([]nodestatus.Image, error) {
-	imgs, err := a.images.ListImages(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]nodestatus.Image, 0, len(imgs))
-	for _, i := range imgs {
-		out = append(out, nodestatus.Image{RepoTags: i.RepoTags, RepoDigests: i.RepoDigests, Size: int64(i.Size)})
-	}
-	return out, nil
-}
-
-// runtimeStatus returns the runtime's conditions by type.
-func (a *Agent) runtimeStatus(ctx context.Context) (map[string]*runtimeapi.RuntimeCondition, error) {
-	st, err := a.rt.Status(ctx, false)
-	if err != nil {
-		return nil, err
-	}
-	a.lastRuntimeStatus.Store(st)
-	out := map[string]*runtimeapi.RuntimeCondition{}
-	for _, c := range st.GetStatus().GetConditions() {
-		out[c.Type] = c
-	}
-	return out, nil
-}
-
-// runtimeHandlers are the runtime's handlers as last reported, with the
-// features this agent supports on them: neither recursive read-only mounts
-// nor user namespaces (pods asking for them fail loudly), whatever the
-// runtime could do.
-func (a *Agent) runtimeHandlers() []v1.NodeRuntimeHandler {
-	st := a.lastRuntimeStatus.Load()
-	if st == nil {
-		return nil
-	}
-	out := make([]v1.NodeRuntimeHandler, 0, len(st.RuntimeHandlers))
-	for _, h := range st.RuntimeHandlers {
-		out = append(out, v1.NodeRuntimeHandler{Name: h.Name,
-			Features: &v1.NodeRuntimeHandlerFeatures{RecursiveReadOnlyMounts: new(bool), UserNamespaces: new(bool)}})
-	}
-	return out
-}
-
-// nodeFeatures are the node's features: supplementalGroupsPolicy Strict
-// when the runtime supports it (the agent passes the policy through).
-func (a *Agent) nodeFeatures() *v1.NodeFeatures {
-	st := a.lastRuntimeStatus.Load()
-	if st == nil || st.Features == nil {
-		return nil
-	}
-	strict := st.Features.SupplementalGroupsPolicy
-	return &v1.NodeFeatures{SupplementalGroupsPolicy: &strict}
-}
-
-// runtimeErrors is the kubelet's runtime health: the runtime answers and
-// reports RuntimeReady, and the PLEG is healthy.
-func (a *Agent) runtimeErrors(ctx context.Context) error {
-	var errs []error
-	conds, err := a.runtimeStatus(ctx)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("container runtime is down: %w", err))
-	} else if c := conds[runtimeapi.RuntimeReady]; c == nil || !c.Status {
-		errs = append(errs, errors.New("container runtime status check may not have completed yet"))
-	}
-	if err := a.pleg.Healthy(); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
-}
-
-func (a *Agent) networkErrors(ctx context.Context) error {
-	conds, err := a.runtimeStatus(ctx)
-	if err != nil {
-		return nil // reported as a runtime error
-	}
-	if c := conds[runtimeapi.NetworkReady]; c == nil || !c.Status {
-		return errors.New("container runtime network not ready: NetworkReady=false")
-	}
-	return nil
 }
 
 // simSummary replaces the host's memory figures with the simulated
