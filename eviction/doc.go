@@ -39,7 +39,11 @@
 // [HostSummaryProvider] is a ready SummaryProvider for a real Linux host:
 // /proc/meminfo, statfs(2) of the node, image and container filesystems,
 // the kernel PID limits, and pod usage from CRI ListPodSandboxStats and
-// ListContainerStats.
+// ListContainerStats; with HostSummaryConfig.PodLogsDir and PodVolumes it
+// also measures each container's logs and takes each pod's volume usage,
+// and sums the pod's local ephemeral storage (writable layers, logs, local
+// ephemeral volumes) as the kubelet does, which the emptyDir sizeLimit and
+// ephemeral-storage limit evictions need.
 //
 // # Host duties
 //

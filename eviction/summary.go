@@ -9,11 +9,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodekit/nodekit/internal/diskusage"
 )
 
 // PodStatsLister is the part of a CRI RuntimeService (k8s.io/cri-api
@@ -49,8 +53,29 @@ type HostSummaryConfig struct {
 	AllocatableMemory int64
 	// Runtime provides pod and container usage; nil reports no pods.
 	Runtime PodStatsLister
+	// PodLogsDir is the pod log root (<dir>/<namespace>_<name>_<uid>/
+	// <container>/): each container's logs are measured there. Empty: no
+	// log usage.
+	PodLogsDir string
+	// PodVolumes reports the usage of a pod's volumes (by pod UID), as
+	// volumes.Manager.Usage measures it; nil: no volume usage. With it and
+	// PodLogsDir, a pod's local ephemeral storage is its containers'
+	// writable layers and logs plus its local ephemeral volumes, as the
+	// kubelet counts it: what emptyDir sizeLimit and ephemeral-storage
+	// limits are enforced against.
+	PodVolumes func(podUID string) []PodVolume
 	// Clock timestamps node statistics; default the real clock.
 	Clock clock.PassiveClock
+}
+
+// PodVolume is the usage of one volume of a pod.
+type PodVolume struct {
+	Name                  string
+	UsedBytes, InodesUsed uint64
+	// LocalEphemeral: counted in the pod's local ephemeral storage
+	// (the kubelet's rule: a disk-backed emptyDir or a configMap).
+	LocalEphemeral bool
+	Time           time.Time
 }
 
 // HostSummaryProvider is a SummaryProvider for the real host: memory from
@@ -110,11 +135,58 @@ func (p *HostSummaryProvider) Get(ctx context.Context) (*statsapi.Summary, error
 		if s.Pods, err = podStatsFromCRI(ctx, p.cfg.Runtime); err != nil {
 			return nil, err
 		}
+		for i := range s.Pods {
+			p.podStorage(&s.Pods[i], now)
+		}
 	}
 	if p.cfg.AllocatableMemory > 0 {
 		s.Node.SystemContainers = append(s.Node.SystemContainers, p.podsContainer(s.Pods, now))
 	}
 	return s, nil
+}
+
+// podStorage adds the containers' log usage, the volumes' usage and the
+// pod's local ephemeral storage to ps.
+func (p *HostSummaryProvider) podStorage(ps *statsapi.PodStats, now metav1.Time) {
+	ref := ps.PodRef
+	if p.cfg.PodLogsDir != "" {
+		dir := filepath.Join(p.cfg.PodLogsDir, ref.Namespace+"_"+ref.Name+"_"+ref.UID)
+		for i := range ps.Containers {
+			c := &ps.Containers[i]
+			if bytes, inodes, err := diskusage.Of(filepath.Join(dir, c.Name)); err == nil {
+				c.Logs = &statsapi.FsStats{Time: now, UsedBytes: &bytes, InodesUsed: &inodes}
+			}
+		}
+	}
+	var ephemeral []statsapi.VolumeStats
+	if p.cfg.PodVolumes != nil {
+		for _, v := range p.cfg.PodVolumes(ref.UID) {
+			vs := statsapi.VolumeStats{Name: v.Name, FsStats: statsapi.FsStats{Time: metav1.NewTime(v.Time),
+				UsedBytes: ptr.To(v.UsedBytes), InodesUsed: ptr.To(v.InodesUsed)}}
+			ps.VolumeStats = append(ps.VolumeStats, vs)
+			if v.LocalEphemeral {
+				ephemeral = append(ephemeral, vs)
+			}
+		}
+	}
+	if p.cfg.PodLogsDir == "" && p.cfg.PodVolumes == nil {
+		return // too little known to sum
+	}
+	var used, inodes uint64
+	for _, c := range ps.Containers {
+		used += fsUsedBytes(c.Rootfs) + fsUsedBytes(c.Logs)
+		if c.Rootfs != nil && c.Rootfs.InodesUsed != nil {
+			inodes += *c.Rootfs.InodesUsed
+		}
+		if c.Logs != nil && c.Logs.InodesUsed != nil {
+			inodes += *c.Logs.InodesUsed
+		}
+	}
+	for _, v := range ephemeral {
+		used += *v.UsedBytes
+		inodes += *v.InodesUsed
+	}
+	ps.EphemeralStorage = &statsapi.FsStats{Time: now, UsedBytes: &used, InodesUsed: &inodes}
 }
 
 // memory reads MemTotal and MemAvailable: capacity is MemTotal, available

@@ -5,6 +5,7 @@ import (
 	"context"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	remote "k8s.io/cri-client/pkg"
@@ -166,4 +168,67 @@ type simPod struct {
 	pod       *v1.Pod
 	sandbox   string
 	container string
+}
+
+// TestHostSummaryLocalStorage: a pod's logs, its volumes and its
+// containers' writable layers make its local ephemeral storage, and an
+// emptyDir over its sizeLimit gets the pod evicted.
+func TestHostSummaryLocalStorage(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	ctx := context.Background()
+	fc := clocktesting.NewFakeClock(epoch)
+	const image = "example.com/app:v1"
+	sim, endpoint := crisim.Start(t, crisim.Config{Clock: fc, Images: []crisim.Image{{Ref: image, Size: Mi}}})
+	rt, err := remote.NewRemoteRuntimeService(ctx, endpoint, 10*time.Second, nil, false)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, rt.Close(ctx)) }()
+	sbCfg := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "uid-web"}}
+	sb, err := rt.RunPodSandbox(ctx, sbCfg, "")
+	require.NoError(t, err)
+	cid, err := rt.CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: "app"},
+		Image: &runtimeapi.ImageSpec{Image: image}, Labels: map[string]string{criPodUIDLabel: "uid-web"}}, sbCfg)
+	require.NoError(t, err)
+	require.NoError(t, rt.StartContainer(ctx, cid))
+	require.NoError(t, sim.SetContainerStats(cid, crisim.ContainerUsage{WritableLayerBytes: 3 * Mi, WritableLayerInodes: 3}))
+
+	logs := t.TempDir()
+	dir := filepath.Join(logs, "default_web_uid-web", "app")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "0.log"), make([]byte, Mi), 0o644))
+	scratch := uint64(5 * Mi)
+	volumes := func(uid string) []PodVolume {
+		if uid != "uid-web" {
+			return nil
+		}
+		return []PodVolume{{Name: "scratch", UsedBytes: scratch, InodesUsed: 10, LocalEphemeral: true, Time: fc.Now()},
+			{Name: "secret", UsedBytes: Mi, InodesUsed: 2, Time: fc.Now()}}
+	}
+	p, err := NewHostSummaryProvider(HostSummaryConfig{NodeFsPath: "/", Runtime: rt, Clock: fc, PodLogsDir: logs, PodVolumes: volumes})
+	require.NoError(t, err)
+	s, err := p.Get(ctx)
+	require.NoError(t, err)
+	require.Len(t, s.Pods, 1)
+	ps := s.Pods[0]
+	require.GreaterOrEqual(t, *ps.Containers[0].Logs.UsedBytes, uint64(Mi))
+	require.Len(t, ps.VolumeStats, 2)
+	es := *ps.EphemeralStorage.UsedBytes
+	require.GreaterOrEqual(t, es, uint64(9*Mi), "3Mi layer + 1Mi logs + 5Mi emptyDir")
+	require.Less(t, es, uint64(10*Mi), "the secret volume is not local ephemeral storage")
+
+	pod := newPod("web")
+	pod.UID = "uid-web"
+	limit := resource.MustParse("4Mi")
+	pod.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{SizeLimit: &limit}}}}
+	var evicted string
+	m, err := New(Config{Summary: p, ActivePods: func() []*v1.Pod { return []*v1.Pod{pod} },
+		KillPod: func(_ context.Context, pod *v1.Pod, _ int64, _ func(*v1.PodStatus)) error {
+			evicted = pod.Name
+			return nil
+		}, Clock: fc})
+	require.NoError(t, err)
+	res, err := m.Synchronize(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "web", evicted)
+	require.Contains(t, res.Message, `Usage of EmptyDir volume "scratch" exceeds the limit "4Mi".`)
 }

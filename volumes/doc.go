@@ -42,6 +42,12 @@
 // plugin; clusterTrustBundle and podCertificate projections) fails to mount
 // with a message that says so.
 //
+// Usage measures a pod's volumes in its directory (a du walk within each
+// volume's filesystem, served for a minute, the kubelet's volume stats
+// period): the volume stats of a node's stats summary and what the
+// eviction manager enforces emptyDir sizeLimit and ephemeral-storage
+// limits against.
+//
 // The files are laid out as on the kubelet
 // (<root>/pods/<uid>/volumes/kubernetes.io~<plugin>/<name>), with its
 // modes, fsGroup ownership and token file rules, so tools that inspect a

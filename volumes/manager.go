@@ -59,6 +59,9 @@ type Config struct {
 	// PersistentVolume's node affinity. nil: not checked (the scheduler
 	// did).
 	Node func() *v1.Node
+	// UsagePeriod is how long Usage serves a pod's last measurement;
+	// default DefaultUsagePeriod.
+	UsagePeriod time.Duration
 }
 
 // Manager sets up, refreshes and tears down the volumes of the pods a node
@@ -85,6 +88,10 @@ type Manager struct {
 	// manager's clock (client-go's keyed back-off; "Fake" in its
 	// constructor's name only means the clock is the caller's).
 	retry *flowcontrol.Backoff
+	// volumesOf holds the volumes of each pod set up since start, and
+	// usage their last measurement (Usage).
+	volumesOf map[types.UID][]v1.Volume
+	usage     map[types.UID]usageCache
 }
 
 // The retry delays of a pod whose volume could not be set up: from 500ms
@@ -150,7 +157,14 @@ func New(cfg Config) (*Manager, error) {
 			return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 		}
 	}
+	if cfg.UsagePeriod < 0 {
+		return nil, fmt.Errorf("%w: UsagePeriod %v is negative", ErrInvalidConfig, cfg.UsagePeriod)
+	}
+	if cfg.UsagePeriod == 0 {
+		cfg.UsagePeriod = DefaultUsagePeriod
+	}
 	m := &Manager{cfg: cfg, ready: map[types.UID]map[string]bool{}, mounts: map[types.UID]map[string]Mount{},
+		volumesOf: map[types.UID][]v1.Volume{}, usage: map[types.UID]usageCache{},
 		retry: flowcontrol.NewFakeBackOff(mountRetryInitial, mountRetryMax, cfg.Clock), tokens: newTokenCache(cfg.Client, cfg.Clock)}
 	m.plugins = append(append([]Plugin(nil), cfg.Plugins...), m.builtins()...)
 	return m, nil
@@ -199,6 +213,7 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *v1.Pod) error {
 	if m.ready[pod.UID] == nil {
 		m.ready[pod.UID] = map[string]bool{}
 	}
+	m.volumesOf[pod.UID] = pod.Spec.Volumes
 	m.mu.Unlock()
 	if err := os.MkdirAll(filepath.Join(m.PodDir(pod.UID), "volumes"), 0o750); err != nil {
 		return fmt.Errorf("pod directory: %w", err)
@@ -529,6 +544,8 @@ func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
 	m.mu.Lock()
 	delete(m.ready, uid)
 	delete(m.mounts, uid)
+	delete(m.volumesOf, uid)
+	delete(m.usage, uid)
 	m.retry.DeleteEntry(string(uid))
 	m.mu.Unlock()
 	klog.FromContext(ctx).V(3).Info("Pod volumes torn down", "podUID", uid)

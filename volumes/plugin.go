@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -76,7 +77,11 @@ func (m *Manager) pluginFor(v *v1.Volume) Plugin {
 
 // volumeDir is where plugin p keeps volume v of the pod.
 func (m *Manager) volumeDir(pod *v1.Pod, p Plugin, v *v1.Volume) string {
-	return filepath.Join(m.PodDir(pod.UID), "volumes", p.Name(), v.Name)
+	return m.volumeDirOf(pod.UID, p, v)
+}
+
+func (m *Manager) volumeDirOf(uid types.UID, p Plugin, v *v1.Volume) string {
+	return filepath.Join(m.PodDir(uid), "volumes", p.Name(), v.Name)
 }
 
 // ownsMounts reports whether the plugin named dir mounts filesystems in

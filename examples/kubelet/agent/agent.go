@@ -459,7 +459,8 @@ func (a *Agent) buildEviction() error {
 	}
 	a.hardEviction = thresholds // all hard: no soft thresholds are configured
 	host, err := eviction.NewHostSummaryProvider(eviction.HostSummaryConfig{NodeName: a.opts.NodeName,
-		NodeFsPath: a.opts.RootDir, Runtime: podStatsOrNone{a.rt}, Clock: a.opts.Clock})
+		NodeFsPath: a.opts.RootDir, Runtime: podStatsOrNone{a.rt}, Clock: a.opts.Clock,
+		PodLogsDir: a.opts.PodLogsDir, PodVolumes: a.podVolumes})
 	if err != nil {
 		return err
 	}
@@ -475,6 +476,17 @@ func (a *Agent) buildEviction() error {
 		Recorder:                 a.recorder, NodeRef: a.nodeRef(), Clock: a.opts.Clock, Registerer: a.registry,
 	})
 	return err
+}
+
+// podVolumes is what the volume manager measured of a pod's volumes, for
+// the eviction summary.
+func (a *Agent) podVolumes(uid string) []eviction.PodVolume {
+	var out []eviction.PodVolume
+	for _, u := range a.volumes.Usage(types.UID(uid)) {
+		out = append(out, eviction.PodVolume{Name: u.Name, UsedBytes: u.UsedBytes, InodesUsed: u.InodesUsed,
+			LocalEphemeral: u.LocalEphemeral, Time: u.Time})
+	}
+	return out
 }
 
 // buildCgroups prepares the pod cgroup tree (created when Run starts):
