@@ -42,9 +42,12 @@ func TestPercentiles(t *testing.T) {
 }
 
 func TestCountersSub(t *testing.T) {
-	a := Counters{APIRequests: 10, APIBytesSent: 100, APIByKind: map[string]int64{"get pods": 4, "update leases": 6}, CRICalls: 3, CRIByMethod: map[string]int64{"Version": 3}}
-	b := Counters{APIRequests: 4, APIBytesSent: 40, APIByKind: map[string]int64{"get pods": 4, "update leases": 2}, CRICalls: 1, CRIByMethod: map[string]int64{"Version": 1}}
-	assert.Equal(t, Counters{APIRequests: 6, APIBytesSent: 60, APIByKind: map[string]int64{"update leases": 4}, CRICalls: 2, CRIByMethod: map[string]int64{"Version": 2}}, a.Sub(b))
+	a := Counters{APIRequests: 10, APIBytesSent: 100, APIByKind: map[string]int64{"get pods": 4, "update leases": 6}, CRICalls: 3, CRIByMethod: map[string]int64{"Version": 3},
+		CRINanosByMethod: map[string]int64{"Version": 30}}
+	b := Counters{APIRequests: 4, APIBytesSent: 40, APIByKind: map[string]int64{"get pods": 4, "update leases": 2}, CRICalls: 1, CRIByMethod: map[string]int64{"Version": 1},
+		CRINanosByMethod: map[string]int64{"Version": 10}}
+	assert.Equal(t, Counters{APIRequests: 6, APIBytesSent: 60, APIByKind: map[string]int64{"update leases": 4}, CRICalls: 2, CRIByMethod: map[string]int64{"Version": 2},
+		CRINanosByMethod: map[string]int64{"Version": 20}}, a.Sub(b))
 }
 
 func TestUsage(t *testing.T) {

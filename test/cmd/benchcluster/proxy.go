@@ -44,6 +44,9 @@ type Counters struct {
 	APIByKind        map[string]int64 `json:"apiByKind"`
 	CRICalls         int64            `json:"criCalls"`
 	CRIByMethod      map[string]int64 `json:"criByMethod"`
+	// CRINanosByMethod is the time the calls took, from the proxy's
+	// receipt to the runtime's answer (streams: their lifetime).
+	CRINanosByMethod map[string]int64 `json:"criNanosByMethod"`
 }
 
 // Sub returns c − base, key by key.
@@ -64,6 +67,7 @@ func (c Counters) Sub(base Counters) Counters {
 		APIByKind:        sub(c.APIByKind, base.APIByKind),
 		CRICalls:         c.CRICalls - base.CRICalls,
 		CRIByMethod:      sub(c.CRIByMethod, base.CRIByMethod),
+		CRINanosByMethod: sub(c.CRINanosByMethod, base.CRINanosByMethod),
 	}
 }
 
@@ -72,11 +76,14 @@ func (c Counters) Sub(base Counters) Counters {
 type counter struct {
 	mu          sync.Mutex
 	api, cri    map[string]int64
+	criNanos    map[string]int64
 	sent, recvd atomic.Int64
 	apiN, criN  atomic.Int64
 }
 
-func newCounter() *counter { return &counter{api: map[string]int64{}, cri: map[string]int64{}} }
+func newCounter() *counter {
+	return &counter{api: map[string]int64{}, cri: map[string]int64{}, criNanos: map[string]int64{}}
+}
 
 func (c *counter) addAPI(kind string) {
 	c.apiN.Add(1)
@@ -92,6 +99,12 @@ func (c *counter) addCRI(method string) {
 	c.mu.Unlock()
 }
 
+func (c *counter) addCRITime(method string, d time.Duration) {
+	c.mu.Lock()
+	c.criNanos[method] += int64(d)
+	c.mu.Unlock()
+}
+
 func (c *counter) snapshot() Counters {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -104,7 +117,7 @@ func (c *counter) snapshot() Counters {
 	}
 	return Counters{
 		APIRequests: c.apiN.Load(), APIBytesSent: c.sent.Load(), APIBytesReceived: c.recvd.Load(), APIByKind: cp(c.api),
-		CRICalls: c.criN.Load(), CRIByMethod: cp(c.cri),
+		CRICalls: c.criN.Load(), CRIByMethod: cp(c.cri), CRINanosByMethod: cp(c.criNanos),
 	}
 }
 
@@ -305,7 +318,10 @@ func criProxy(ctx context.Context, listen, upstream string, c *counter) (stop fu
 	}
 	handler := func(_ any, ss grpc.ServerStream) error {
 		method, _ := grpc.MethodFromServerStream(ss)
-		c.addCRI(method[strings.LastIndex(method, "/")+1:])
+		name := method[strings.LastIndex(method, "/")+1:]
+		c.addCRI(name)
+		start := time.Now()
+		defer func() { c.addCRITime(name, time.Since(start)) }()
 		sctx := ss.Context()
 		if md, ok := metadata.FromIncomingContext(sctx); ok {
 			sctx = metadata.NewOutgoingContext(sctx, md.Copy())
