@@ -182,6 +182,10 @@ func (s *Sharded) lead(ctx context.Context, logger klog.Logger, i int, o *owners
 	clk := s.cfg.Agent.Clock
 	cfg := s.cfg.Agent
 	cfg.Nodes = s.shards[i]
+	// A shard taken over renews its nodes' leases at once (a shard's
+	// share of the nodes is a small herd): the previous holder's last
+	// renewals are a lease duration old by now.
+	cfg.LeaseSpread = min(cfg.LeaseSpread, s.cfg.RetryPeriod)
 	if cfg.API != nil {
 		api := *cfg.API
 		if host, port, err := net.SplitHostPort(api.Addr); err == nil {
