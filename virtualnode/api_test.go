@@ -229,7 +229,3 @@ func TestAPIConfigInvalid(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, api.AuthorizationMode, "defaults go to a copy")
 }
-
-type nopCloser struct{ io.Writer }
-
-func (nopCloser) Close() error { return nil }
