@@ -15,6 +15,9 @@
 #                   patterns skip themselves at run time: PVs are not these drivers' kind)
 #   SET=serial      the [Serial] specs of sig-node and of those storage areas, Slow ones included
 #                   (not Disruptive, Flaky or [Feature:]: 33); ginkgo runs them one at a time
+#   SET=pv          the [sig-storage] specs of persistent volumes on the node (issue 34): the local
+#                   and PersistentVolumes-local drivers and the PersistentVolumes specs, with the
+#                   same exclusions (698 listed; most patterns skip themselves at run time)
 #   SET=extra       storage and serial in one run; SET=wide: all four sets in one run
 #                   (each compared with its own baseline; AGENT=kubelet splits the candidates)
 #   FOCUS, SKIP, LABEL_FILTER override a set's selection.
@@ -45,6 +48,10 @@ storage)
 serial)
   export FOCUS=${FOCUS:-"\\[sig-node\\]|$storage_areas"} LABEL_FILTER=${LABEL_FILTER:-'Serial && !Disruptive && !Flaky && !/^Feature:/'}
   BASELINES=$HERE/baseline-upstream-kubelet-serial.tsv ;;
+pv)
+  export FOCUS=${FOCUS:-'\[sig-storage\] (PersistentVolumes-local|In-tree Volumes \[Driver: local\]|PersistentVolumes )'}
+  export LABEL_FILTER=${LABEL_FILTER:-$plain}
+  BASELINES=$HERE/baseline-upstream-kubelet-pv.tsv ;;
 extra)
   # storage and serial in one run (to measure both baselines at once)
   export FOCUS=${FOCUS:-"\\[sig-node\\]|$storage_areas"}
@@ -54,7 +61,7 @@ wide)
   export FOCUS=${FOCUS:-"\\[sig-node\\].*\\[Conformance\\]|\\[NodeConformance\\]|\\[sig-node\\]|$storage_areas"}
   export LABEL_FILTER=${LABEL_FILTER:-"Conformance || NodeConformance || ($plain) || (Serial && !Disruptive && !Flaky && !/^Feature:/)"}
   BASELINES="$HERE/baseline-upstream-kubelet.tsv $HERE/baseline-upstream-kubelet-sig-node.tsv $HERE/baseline-upstream-kubelet-storage.tsv $HERE/baseline-upstream-kubelet-serial.tsv" ;;
-*) die "SET=$SET: want conformance, sig-node, storage, serial, extra or wide" ;;
+*) die "SET=$SET: want conformance, sig-node, storage, serial, pv, extra or wide" ;;
 esac
 [ "$(id -u)" = 0 ] || die "run as root: the cluster runs containerd and mounts volumes"
 if [ ! -x "$BIN/e2e.test" ] || [ ! -x "$BIN/kubelet" ]; then
@@ -86,7 +93,7 @@ if [ -f "$results" ]; then
     # One candidate per baseline of the set, each holding the specs of its own set.
     for b in $BASELINES; do
       case $(basename "$b") in
-      *-storage.tsv) member='$3 !~ /\[(Serial|Disruptive|Flaky|Slow)\]|\[Feature:/ && $3 ~ /^\[sig-storage\] /' ;;
+      *-storage.tsv|*-pv.tsv) member='$3 !~ /\[(Serial|Disruptive|Flaky|Slow)\]|\[Feature:/ && $3 ~ /^\[sig-storage\] /' ;;
       *-serial.tsv) member='$3 ~ /\[Serial\]/ && $3 !~ /\[(Disruptive|Flaky)\]|\[Feature:/' ;;
       *-sig-node.tsv) member='$3 ~ /^\[sig-node\]/ && $3 !~ /\[(Serial|Disruptive|Flaky|Slow)\]|\[Feature:/' ;;
       *) member='$3 ~ /\[sig-node\].*\[Conformance\]|\[NodeConformance\]/' ;;
