@@ -1,6 +1,7 @@
 package podstatus
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -87,6 +88,10 @@ type Manager struct {
 type entry struct {
 	pod    *v1.Pod
 	status v1.PodStatus
+	// encoded is status in its protobuf encoding (nil if it failed):
+	// equal statuses encode equally, so most SetPodStatus calls compare
+	// bytes rather than reflect over the status.
+	encoded []byte
 	// version counts changes to status; written is the version last
 	// written in full (0: none).
 	version, written uint64
@@ -158,7 +163,8 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, status v1.PodStatus) {
 		status.Phase, status.Reason, status.Message = e.status.Phase, e.status.Reason, e.status.Message
 	}
 	e.pod = pod
-	if e.version > 0 && equality.Semantic.DeepEqual(e.status, status) {
+	encoded, _ := status.Marshal() // nil on error: compared the slow way
+	if e.version > 0 && sameStatus(e.encoded, encoded, &e.status, &status) {
 		if e.written != e.version {
 			// Not written in full yet (a terminal phase held while a
 			// container could run): the caller's news may release it.
@@ -168,8 +174,19 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, status v1.PodStatus) {
 	}
 	m.countTerminations(&e.status, &status)
 	e.status = *status.DeepCopy()
+	e.encoded = encoded
 	e.version++
 	m.enqueueLocked(pod.UID)
+}
+
+// sameStatus is Semantic equality of a and b, whose encodings are ea and
+// eb: equal encodings are equal statuses; otherwise (a Quantity or a Time
+// written differently, or no encoding) the reflective comparison decides.
+func sameStatus(ea, eb []byte, a, b *v1.PodStatus) bool {
+	if ea != nil && eb != nil && bytes.Equal(ea, eb) {
+		return true
+	}
+	return equality.Semantic.DeepEqual(*a, *b)
 }
 
 // countTerminations counts each container whose status turns terminated
