@@ -270,6 +270,7 @@ func (m *Manager) updateContainer(uid types.UID, containerID string, update func
 			if list[i].ContainerID == containerID && containerID != "" {
 				if update(e.pod, s, &list[i]) {
 					e.status = *s
+					e.encoded, _ = s.Marshal()
 					e.version++
 					m.enqueueLocked(uid)
 				}

@@ -229,6 +229,13 @@ func TestContainerReadinessWithoutAPodSync(t *testing.T) {
 	assert.Equal(t, v1.ConditionFalse, ready.Status, "held by the readiness gate")
 	assert.Equal(t, "ReadinessGatesNotReady", ready.Reason)
 
+	// The pod's own status, as it was before the readiness change, is a
+	// change again (the cached status moved on).
+	m.SetPodStatus(pod, runningStatus(false, "containerd://a"))
+	s, _ = m.PodStatus("u1")
+	assert.False(t, s.ContainerStatuses[0].Ready)
+	m.SetContainerReadiness("u1", "containerd://a", true)
+
 	m.SetContainerReadiness("u1", "containerd://other", false) // unknown container: nothing
 	m.SetContainerStartup("u1", "containerd://a", true)
 	s, _ = m.PodStatus("u1")
