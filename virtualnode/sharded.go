@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/tools/cache"
@@ -64,6 +65,7 @@ type Sharded struct {
 	shards [][]string
 	pods   cache.SharedIndexInformer // every bound pod, shared by the shards' agents
 
+	running atomic.Bool
 	mu      sync.Mutex
 	leading map[int]bool
 }
@@ -121,8 +123,11 @@ func (s *Sharded) Leading() []int {
 
 // Run takes, keeps and runs shards until ctx is done, then stops them and
 // releases their Leases so that another replica takes them at once. It
-// returns nil after a clean stop.
+// returns nil after a clean stop. It may be called once.
 func (s *Sharded) Run(ctx context.Context) error {
+	if !s.running.CompareAndSwap(false, true) {
+		return ErrAlreadyRunning
+	}
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting sharded virtual nodes", "identity", s.cfg.Identity, "shards", len(s.shards), "nodes", len(s.cfg.Agent.Nodes))
 	fns := []func(context.Context){s.pods.RunWithContext}

@@ -228,6 +228,10 @@ func TestShardedConfig(t *testing.T) {
 	}
 	s, err := NewSharded(ShardedConfig{Agent: agent, Identity: "x"})
 	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.NoError(t, s.Run(ctx))
+	require.ErrorIs(t, s.Run(ctx), ErrAlreadyRunning)
 	require.Len(t, s.shards, 3, "at most one shard per node")
 	for i, nodes := range s.shards {
 		for _, n := range nodes {
