@@ -39,7 +39,8 @@
 // [HostSummaryProvider] is a ready SummaryProvider for a real Linux host:
 // /proc/meminfo, statfs(2) of the node, image and container filesystems,
 // the kernel PID limits, and pod usage from CRI ListPodSandboxStats and
-// ListContainerStats; with HostSummaryConfig.PodLogsDir and PodVolumes it
+// ListContainerStats (a runtime that cannot report them gives a summary
+// without pods, not an error); with HostSummaryConfig.PodLogsDir and PodVolumes it
 // also measures each container's logs and takes each pod's volume usage,
 // and sums the pod's local ephemeral storage (writable layers, logs, local
 // ephemeral volumes) as the kubelet does, which the emptyDir sizeLimit and

@@ -13,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -133,7 +134,11 @@ func (p *HostSummaryProvider) Get(ctx context.Context) (*statsapi.Summary, error
 	}
 	if p.cfg.Runtime != nil {
 		if s.Pods, err = podStatsFromCRI(ctx, p.cfg.Runtime); err != nil {
-			return nil, err
+			// Node-level signals still stand; pods are ranked without
+			// usage rather than every pass failing (containerd cannot
+			// report sandboxes whose cgroup parent it does not manage).
+			klog.FromContext(ctx).V(2).Info("Pod stats unavailable; the summary has no pods", "err", err)
+			s.Pods = nil
 		}
 		for i := range s.Pods {
 			p.podStorage(&s.Pods[i], now)

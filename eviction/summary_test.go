@@ -3,6 +3,7 @@ package eviction
 import (
 	"bufio"
 	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -231,4 +232,19 @@ func TestHostSummaryLocalStorage(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "web", evicted)
 	require.Contains(t, res.Message, `Usage of EmptyDir volume "scratch" exceeds the limit "4Mi".`)
+}
+
+type failingStats struct{ PodStatsLister }
+
+func (failingStats) ListPodSandboxStats(context.Context, *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
+	return nil, errors.New("sandbox stats: not implemented")
+}
+
+func TestHostSummaryWithoutPodStats(t *testing.T) {
+	p, err := NewHostSummaryProvider(HostSummaryConfig{NodeFsPath: "/", Runtime: failingStats{}})
+	require.NoError(t, err)
+	s, err := p.Get(context.Background())
+	require.NoError(t, err, "node-level signals stand")
+	require.Empty(t, s.Pods)
+	require.NotNil(t, s.Node.Memory)
 }

@@ -459,7 +459,7 @@ func (a *Agent) buildEviction() error {
 	}
 	a.hardEviction = thresholds // all hard: no soft thresholds are configured
 	host, err := eviction.NewHostSummaryProvider(eviction.HostSummaryConfig{NodeName: a.opts.NodeName,
-		NodeFsPath: a.opts.RootDir, Runtime: podStatsOrNone{a.rt}, Clock: a.opts.Clock,
+		NodeFsPath: a.opts.RootDir, Runtime: a.rt, Clock: a.opts.Clock,
 		PodLogsDir: a.opts.PodLogsDir, PodVolumes: a.podVolumes})
 	if err != nil {
 		return err

@@ -10,10 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
-
-	"k8s.io/klog/v2"
 
 	"github.com/nodekit/nodekit/eviction"
 	"github.com/nodekit/nodekit/nodeclaim"
@@ -132,21 +129,6 @@ func (s *simSummary) Get(ctx context.Context) (*statsapi.Summary, error) {
 	mem.AvailableBytes, mem.WorkingSetBytes = &avail, &used
 	mem.UsageBytes = &used
 	return sum, nil
-}
-
-// podStatsOrNone degrades a runtime that cannot report pod sandbox stats
-// (containerd cannot for sandboxes without a cgroup parent, which this
-// agent does not manage) to "no pod stats": node-level signals still work
-// and pods are ranked without usage instead of failing every pass.
-type podStatsOrNone struct{ eviction.PodStatsLister }
-
-func (p podStatsOrNone) ListPodSandboxStats(ctx context.Context, f *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
-	st, err := p.PodStatsLister.ListPodSandboxStats(ctx, f)
-	if err != nil {
-		klog.FromContext(ctx).V(2).Info("Pod sandbox stats unavailable; evicting without pod usage", "err", err)
-		return nil, nil
-	}
-	return st, nil
 }
 
 // hostname is the node's kubernetes.io/hostname (--hostname-override).
