@@ -28,6 +28,13 @@
 //     container and spec hash, counted from the last exit), activeDeadline
 //     seconds, kills with the probe's or the pod's grace period.
 //
+// A container whose exit code matches a RestartAllContainers restart rule
+// resets its pod in place: every container is removed (running ones
+// stopped without grace) and the pod starts over from its first init
+// container in the same sandbox, restart counts and last terminations
+// carried in the status, the AllContainersRestarting condition True
+// meanwhile (podplan.Plan.Reset).
+//
 // An in-place resize (container or pod-level resources, running init
 // containers included) is allocated through Config.Allocation and actuated
 // with the pod cgroup widened first and narrowed last, each container
@@ -37,6 +44,8 @@
 // conditions, container states with the kubelet's reasons, restart counts,
 // last termination states, termination messages capped at 12 KiB per pod)
 // and set on the podstatus.Manager, which writes it.
+// Config.InitContainers learns when regular init containers start and
+// end, for the pod startup SLI (podstartup).
 // SyncTerminatingPod stops every container (preStop hooks, sidecars after
 // the app containers) and SyncTerminatedPod removes the sandboxes of a pod
 // being deleted and tears its volumes down.
