@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -20,20 +19,6 @@ import (
 	"github.com/nodekit/nodekit/virtualnode"
 	"github.com/nodekit/nodekit/virtualnode/simulated"
 )
-
-// killable fails every request once killed: to the API server, a replica
-// that lost its process (SIGKILL) or its network.
-type killable struct {
-	next   http.RoundTripper
-	killed *atomic.Bool
-}
-
-func (k killable) RoundTrip(r *http.Request) (*http.Response, error) {
-	if k.killed.Load() {
-		return nil, errors.New("replica killed")
-	}
-	return k.next.RoundTrip(r)
-}
 
 // TestShardedReplicaKilled runs three replicas sharing 30 virtual nodes in
 // six shards against the API server; one replica is cut off at once (as a
@@ -63,7 +48,7 @@ func TestShardedReplicaKilled(t *testing.T) {
 		r := &replica{id: id, done: make(chan error, 1)}
 		cfg := srv.AdminConfig()
 		cfg.QPS, cfg.Burst = -1, 0
-		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return killable{next: rt, killed: &r.killed} }
+		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return unreachableTransport{next: rt, down: &r.killed} }
 		client, err := kubernetes.NewForConfig(cfg)
 		require.NoError(t, err)
 		heartbeat, err := kubernetes.NewForConfig(lease.HeartbeatRESTConfig(rest.CopyConfig(cfg), 2*time.Second))
