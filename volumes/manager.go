@@ -519,6 +519,9 @@ func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
 	}
 	m.tokens.forget(uid)
 	dir := m.PodDir(uid)
+	if err := m.tearDownPlugins(ctx, dir); err != nil {
+		return fmt.Errorf("pod %s: %w", uid, err)
+	}
 	points, err := mountPointsUnder(m.cfg.Mounter, dir)
 	if err != nil {
 		return fmt.Errorf("list mounts: %w", err)
@@ -549,6 +552,30 @@ func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
 	m.retry.DeleteEntry(string(uid))
 	m.mu.Unlock()
 	klog.FromContext(ctx).V(3).Info("Pod volumes torn down", "podUID", uid)
+	return nil
+}
+
+// tearDownPlugins has each TearDowner tear down its volumes of the pod
+// whose directory is podDir.
+func (m *Manager) tearDownPlugins(ctx context.Context, podDir string) error {
+	for _, p := range m.plugins {
+		td, ok := p.(TearDowner)
+		if !ok || p.Name() == "" {
+			continue
+		}
+		entries, err := os.ReadDir(filepath.Join(podDir, "volumes", p.Name()))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if err := td.TearDown(ctx, filepath.Join(podDir, "volumes", p.Name(), e.Name())); err != nil {
+				return fmt.Errorf("volume %s: %w", e.Name(), err)
+			}
+		}
+	}
 	return nil
 }
 

@@ -61,6 +61,14 @@ func fsUserOf(pod *v1.Pod) *int64 {
 	return user
 }
 
+// SetOwnership applies a pod's fsGroup to a volume at dir as the kubelet
+// does: group ownership of everything under dir, group read (and write
+// unless readOnly), setgid and group search on directories. For a Plugin
+// whose driver does not apply the fsGroup itself.
+func SetOwnership(dir string, fsGroup int64, readOnly bool) error {
+	return setOwnership(dir, fsGroup, readOnly)
+}
+
 // setOwnership gives the fsGroup to everything under dir: group ownership,
 // group read (and write unless readOnly), and setgid plus group search on
 // directories. Symlinks get the group but keep their target's mode.

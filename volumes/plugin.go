@@ -36,6 +36,25 @@ type MountOwner interface {
 	OwnsMounts() bool
 }
 
+// PersistentPlugin is implemented by a Plugin that also mounts
+// PersistentVolumes of its type (a CSI driver's): the Manager resolves a
+// pod's claim to its bound PersistentVolume, with the kubelet's checks, and
+// hands it to the first plugin that supports it, with Volume.PV set.
+type PersistentPlugin interface {
+	CanSupportPersistent(pv *v1.PersistentVolume) bool
+}
+
+// TearDowner is implemented by a Plugin whose volumes need more than
+// unmounting and removal when their pod is gone (a CSI volume is
+// unpublished through its driver). TearDownPod calls TearDown for each
+// directory under the plugin's directory of the pod, before anything
+// else; an error leaves the pod directory for a later attempt. It must
+// work from what is on disk alone (an agent restarted since the setup),
+// and succeed again for a volume already torn down.
+type TearDowner interface {
+	TearDown(ctx context.Context, dir string) error
+}
+
 // Volume is one volume of a pod, as a Plugin sets it up.
 type Volume struct {
 	Pod  *v1.Pod
@@ -43,6 +62,9 @@ type Volume struct {
 	// Dir is <root>/pods/<uid>/volumes/<plugin name>/<volume name>, where
 	// the plugin keeps what it owns; it is not created for the plugin.
 	Dir string
+	// PV is the PersistentVolume bound to the volume's claim, for a
+	// PersistentPlugin; nil for an inline volume.
+	PV *v1.PersistentVolume
 }
 
 // Mount is how containers mount a volume.
@@ -69,6 +91,16 @@ func (m *Manager) builtins() []Plugin {
 func (m *Manager) pluginFor(v *v1.Volume) Plugin {
 	for _, p := range m.plugins {
 		if p.CanSupport(v) {
+			return p
+		}
+	}
+	return nil
+}
+
+// persistentPluginFor is the first plugin that mounts pv; nil if none.
+func (m *Manager) persistentPluginFor(pv *v1.PersistentVolume) Plugin {
+	for _, p := range m.plugins {
+		if pp, ok := p.(PersistentPlugin); ok && pp.CanSupportPersistent(pv) {
 			return p
 		}
 	}

@@ -44,6 +44,9 @@ func (p pvcPlugin) SetUp(ctx context.Context, v Volume) (Mount, error) {
 	if err := checkVolumeMode(v.Pod, v.Spec.Name, pv); err != nil {
 		return Mount{}, err
 	}
+	if pp := p.m.persistentPluginFor(pv); pp != nil {
+		return pp.SetUp(ctx, Volume{Pod: v.Pod, Spec: v.Spec, Dir: p.m.volumeDir(v.Pod, pp, v.Spec), PV: pv})
+	}
 	mnt := Mount{ReadOnly: readOnly}
 	switch {
 	case pv.Spec.HostPath != nil:
