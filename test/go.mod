@@ -60,6 +60,7 @@ require (
 
 require (
 	github.com/Microsoft/go-winio v0.6.2 // indirect
+	github.com/container-storage-interface/spec v1.9.0 // indirect
 	github.com/godbus/dbus/v5 v5.2.2 // indirect
 	k8s.io/cri-streaming v0.36.3 // indirect
 )

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
@@ -24,6 +25,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	remote "k8s.io/cri-client/pkg"
 	"k8s.io/klog/v2"
+	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	"github.com/nodekit/nodekit/admission"
 	"github.com/nodekit/nodekit/allocation"
@@ -38,6 +40,7 @@ import (
 	"github.com/nodekit/nodekit/nodestatus"
 	"github.com/nodekit/nodekit/objects"
 	"github.com/nodekit/nodekit/pleg"
+	"github.com/nodekit/nodekit/pluginwatch"
 	"github.com/nodekit/nodekit/podhandler"
 	"github.com/nodekit/nodekit/podmanager"
 	"github.com/nodekit/nodekit/podstartup"
@@ -48,6 +51,7 @@ import (
 	"github.com/nodekit/nodekit/prober"
 	"github.com/nodekit/nodekit/syncloop"
 	"github.com/nodekit/nodekit/volumes"
+	"github.com/nodekit/nodekit/volumes/csi"
 )
 
 // Agent is a running node agent. Build it with New and call Run once.
@@ -81,6 +85,13 @@ type Agent struct {
 	objects    *objects.Cache // nil standalone
 	services   cache.SharedIndexInformer
 	volumes    *volumes.Manager
+	// csi mounts CSI volumes through the drivers the plugin watcher
+	// registers in csiDrivers; nil standalone and on the simulator.
+	csi        *csi.Plugin
+	csiDrivers *csi.Drivers
+	plugins    *pluginwatch.Watcher
+	registered chan struct{} // closed once the Node is registered
+	onceReg    sync.Once
 	cgroups    *cgroups.Manager // nil on the simulator or without pod cgroups
 	alloc      *allocation.Manager
 	api        *kubeletapi.Server
@@ -245,6 +256,9 @@ func (a *Agent) close(ctx context.Context) {
 	if a.objects != nil {
 		a.objects.Stop()
 	}
+	if a.csiDrivers != nil {
+		a.csiDrivers.Close()
+	}
 }
 
 // build wires the eight packages.
@@ -299,8 +313,15 @@ func (a *Agent) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var plugins []volumes.Plugin
+	if a.client != nil && a.sim == nil {
+		if err := a.buildCSI(mounter); err != nil {
+			return err
+		}
+		plugins = append(plugins, a.csi)
+	}
 	if a.volumes, err = volumes.New(volumes.Config{RootDir: a.opts.RootDir, Objects: objs, Client: a.client,
-		Allocatable: a.allocatable, Mounter: mounter, Recorder: a.recorder, Clock: a.opts.Clock,
+		Allocatable: a.allocatable, Mounter: mounter, Recorder: a.recorder, Clock: a.opts.Clock, Plugins: plugins,
 		Images: puller.ImageVolume, Node: func() *v1.Node { n, _ := a.admissionNode(ctx, false); return n }}); err != nil {
 		return err
 	}
@@ -552,6 +573,9 @@ func (a *Agent) buildLoop() error {
 	cfg := podhandler.Config{Workers: a.workers, Pods: a.pods, Admit: a.admit, Reject: a.syncer, Probes: a.probes,
 		Statuses: a.statusMgr, Runtime: a.rt, Deadlines: a.syncer, Recorder: a.recorder, Clock: a.opts.Clock,
 		Orphans: []podhandler.OrphanCleaner{a.volumes}}
+	if a.csi != nil { // after the pods' volumes: what no pod uses any more
+		cfg.Orphans = append(cfg.Orphans, csiCleanup{a.csi})
+	}
 	if a.cgroups != nil {
 		cfg.Orphans = append(cfg.Orphans, cgroupCleanup{a.cgroups, a.activePods})
 	}
@@ -570,6 +594,44 @@ func (a *Agent) buildLoop() error {
 		Recorder:      a.recorder, Clock: a.opts.Clock, Registerer: a.registry,
 	})
 	return err
+}
+
+// buildCSI builds the CSI volume plugin and the registration of CSI
+// drivers from <root-dir>/plugins_registry.
+func (a *Agent) buildCSI(mounter volumes.Mounter) error {
+	var err error
+	if a.csiDrivers, err = csi.NewDrivers(csi.DriversConfig{Client: a.client, NodeName: a.opts.NodeName, Clock: a.opts.Clock}); err != nil {
+		return err
+	}
+	if a.csi, err = csi.New(csi.Config{RootDir: a.opts.RootDir, NodeName: a.opts.NodeName, Drivers: a.csiDrivers,
+		Client: a.client, Mounter: mounter, Clock: a.opts.Clock}); err != nil {
+		return err
+	}
+	a.plugins, err = pluginwatch.New(pluginwatch.Config{Dir: filepath.Join(a.opts.RootDir, "plugins_registry"),
+		Handlers: map[string]pluginwatch.Handler{registerapi.CSIPlugin: a.csiDrivers}, Clock: a.opts.Clock})
+	a.registered = make(chan struct{})
+	return err
+}
+
+// runPlugins registers node plugins once the Node exists (a driver's
+// registration writes its CSINode entry and the Node's annotation).
+func (a *Agent) runPlugins(ctx context.Context) error {
+	select {
+	case <-a.registered:
+	case <-ctx.Done():
+		return nil
+	}
+	if err := a.csiDrivers.InitCSINode(ctx); err != nil {
+		klog.FromContext(ctx).Info("CSINode not created yet (the first driver registration will)", "err", err)
+	}
+	return a.plugins.Run(ctx)
+}
+
+// csiCleanup unstages the CSI volumes no pod uses any more.
+type csiCleanup struct{ p *csi.Plugin }
+
+func (c csiCleanup) CleanupOrphans(ctx context.Context, _ func(types.UID) bool) error {
+	return c.p.CleanupStaged(ctx)
 }
 
 // cgroupCleanup sizes the QoS tiers for the pods that remain, then

@@ -86,9 +86,13 @@ func (a *Agent) buildNodeStatus(ctx context.Context) error {
 	// After Ready, whose check refreshed the runtime's status.
 	b.Add(nodestatus.RuntimeHandlers(cri.RuntimeHandlers))
 	b.Add(nodestatus.NodeFeatures(cri.NodeFeatures))
-	// Every volume type this agent mounts is node-local (no attach or
-	// device mount): none is ever in use in the attach/detach sense.
-	b.Add(nodestatus.VolumesInUse(func() bool { return true }, func() []v1.UniqueVolumeName { return nil }))
+	// Only CSI persistent volumes are attachable; the other types are
+	// node-local, never in use in the attach/detach sense.
+	inUse := func() []v1.UniqueVolumeName { return nil }
+	if a.csi != nil {
+		inUse = a.csi.InUse
+	}
+	b.Add(nodestatus.VolumesInUse(func() bool { return true }, inUse))
 	setters, err := b.Setters()
 	if err != nil {
 		return err
@@ -96,7 +100,12 @@ func (a *Agent) buildNodeStatus(ctx context.Context) error {
 	a.nodeStatus, err = nodestatus.New(nodestatus.Config{Client: a.client.CoreV1(), NodeName: a.opts.NodeName,
 		Hostname: a.hostname(), Labels: a.opts.NodeLabels, Taints: a.opts.RegisterWithTaints, ProviderID: a.opts.ProviderID,
 		Annotations: a.claim.Annotations(),
-		Setters:     setters, Clock: clk, OnRegistered: func(n *v1.Node) { a.lease.SetNodeUID(n.Name, n.UID) }})
+		Setters:     setters, Clock: clk, OnRegistered: func(n *v1.Node) {
+			a.lease.SetNodeUID(n.Name, n.UID)
+			if a.registered != nil {
+				a.onceReg.Do(func() { close(a.registered) })
+			}
+		}})
 	return err
 }
 
