@@ -29,6 +29,7 @@ stop() {
 
 # 1. the node agent first, so it does not restart what we remove
 stop node-agent 30
+stop csi-hostdir
 stop csr-approver
 # 2. every pod sandbox and container, through CRI (tears down CNI + netns)
 if [ -f "$RUN/containerd.pid" ] && kill -0 "$(cat "$RUN/containerd.pid")" 2>/dev/null && [ -x "$BIN/cri" ]; then

@@ -17,6 +17,7 @@
 # e.g. NODE_AGENT_CMD='exec /path/to/agent --kubeconfig "$NODE_KUBECONFIG" --node-name "$NODE_NAME" \
 #        --runtime-endpoint "$CRI_ENDPOINT"' ./up.sh
 # KUBELET_EXTRA_ARGS adds flags to the default kubelet command line.
+# CSI_DRIVER=1 also starts the harness's CSI driver (csi.nodekit.io) on the host.
 # JOIN=1 (see common.sh) starts the node the way nodes join a cluster: the agent gets a
 # bootstrap kubeconfig (BOOTSTRAP_KUBECONFIG, a bootstrap token), the path to write its
 # kubeconfig to (NODE_KUBECONFIG) and CERT_DIR instead of certificates; KUBELET_CONFIG then
@@ -290,5 +291,16 @@ node_ready() {
 }
 wait_for "node $NODE_NAME Ready" 180 node_ready
 wait_for "default ServiceAccount" 60 kctl -n default get serviceaccount default
+# CSI_DRIVER=1: the harness's CSI driver (examples/csi-hostdir, built by run.sh into
+# $BIN/csi-hostdir) on the host, registered with the agent through its plugins_registry.
+if [ "${CSI_DRIVER:-0}" = 1 ]; then
+  [ -x "$BIN/csi-hostdir" ] || die "$BIN/csi-hostdir missing: run.sh builds it (CSI_DRIVER=1)"
+  start_bg csi-hostdir "$BIN/csi-hostdir" --name csi.nodekit.io --root-dir "$KUBELET_DIR" \
+    --data-dir "$STATE/csi-hostdir" --kubeconfig "$ADMIN_KUBECONFIG" --node-name "$NODE_NAME"
+  csi_registered() {
+    [ -n "$(kctl get csinode "$NODE_NAME" -o jsonpath='{.spec.drivers[?(@.name=="csi.nodekit.io")].nodeID}' 2>/dev/null)" ]
+  }
+  wait_for "CSI driver csi.nodekit.io registered with the node agent" 60 csi_registered
+fi
 log "cluster up in $(( $(date +%s) - T0 )) s; KUBECONFIG=$ADMIN_KUBECONFIG"
 kctl get nodes -o wide

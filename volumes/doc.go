@@ -37,10 +37,11 @@
 // PersistentVolumes are then mounted from the node's path (a local one
 // only on a node its affinity selects, given Config.Node, with the pod's
 // fsGroup applied), and the pod's readOnly honoured. volumeMode Block and
-// PersistentVolumes of any other source are refused by name. A source no
-// plugin supports (inline csi, the network filesystems without a host
-// plugin; clusterTrustBundle and podCertificate projections) fails to mount
-// with a message that says so.
+// PersistentVolumes of any other source are refused by name unless a
+// plugin mounts them (csi). A source no plugin supports (the network
+// filesystems without a host plugin; clusterTrustBundle and
+// podCertificate projections) fails to mount with a message that says
+// so.
 //
 // Usage measures a pod's volumes in its directory (a du walk within each
 // volume's filesystem, served for a minute, the kubelet's volume stats
@@ -65,14 +66,23 @@
 // gives Objects, a Client acting as the node and an image source
 // (podsyncer's ImagePuller) for the types that need them.
 //
+// Volume types beyond these plug in through small interfaces a Plugin may
+// also implement: PersistentPlugin (the Manager resolves the claim and
+// hands over the bound PersistentVolume: volumes/csi mounts CSI
+// PersistentVolumes so), TearDowner (a teardown through a driver, from
+// what is on disk, before the pod directory goes), InUseReporter (the
+// volumes attachable or device-mounted, for InUse, the node status's
+// volumesInUse, which also lists the local PersistentVolumes mounted).
+// SetOwnership applies a pod's fsGroup (with its fsGroupChangePolicy) for
+// such a plugin.
+//
 // # Differences from upstream
 //
-// There is no attach/detach or device mount stage and no CSI yet: every
-// built-in type is node-local, so nothing is ever "in use" in the attach
-// sense (node status volumesInUse stays empty, where the kubelet lists a
-// local PersistentVolume there). A local PersistentVolume is bound from
-// its path directly rather than through a bind mount under the pod's
-// directory, and its fsGroup is applied on the pod's first setup only. The
-// pv.beta.kubernetes.io/gid annotation does not add a supplemental group.
-// A host plugin may add remote types.
+// There is no in-tree attach/detach or device mount stage: the built-in
+// types are node-local, and CSI volumes (volumes/csi) are staged and
+// published by their driver. A local PersistentVolume is bound from its
+// path directly rather than through a bind mount under the pod's
+// directory, and its fsGroup is applied on the pod's first setup only.
+// The pv.beta.kubernetes.io/gid annotation does not add a supplemental
+// group. A host plugin may add remote types.
 package volumes

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -92,6 +93,9 @@ type Manager struct {
 	// usage their last measurement (Usage).
 	volumesOf map[types.UID][]v1.Volume
 	usage     map[types.UID]usageCache
+	// inUse holds the device-mounted volumes of each pod the Manager
+	// mounts itself (local PersistentVolumes), by unique name.
+	inUse map[types.UID][]v1.UniqueVolumeName
 }
 
 // The retry delays of a pod whose volume could not be set up: from 500ms
@@ -164,7 +168,7 @@ func New(cfg Config) (*Manager, error) {
 		cfg.UsagePeriod = DefaultUsagePeriod
 	}
 	m := &Manager{cfg: cfg, ready: map[types.UID]map[string]bool{}, mounts: map[types.UID]map[string]Mount{},
-		volumesOf: map[types.UID][]v1.Volume{}, usage: map[types.UID]usageCache{},
+		volumesOf: map[types.UID][]v1.Volume{}, usage: map[types.UID]usageCache{}, inUse: map[types.UID][]v1.UniqueVolumeName{},
 		retry: flowcontrol.NewFakeBackOff(mountRetryInitial, mountRetryMax, cfg.Clock), tokens: newTokenCache(cfg.Client, cfg.Clock)}
 	m.plugins = append(append([]Plugin(nil), cfg.Plugins...), m.builtins()...)
 	return m, nil
@@ -549,6 +553,7 @@ func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
 	delete(m.mounts, uid)
 	delete(m.volumesOf, uid)
 	delete(m.usage, uid)
+	delete(m.inUse, uid)
 	m.retry.DeleteEntry(string(uid))
 	m.mu.Unlock()
 	klog.FromContext(ctx).V(3).Info("Pod volumes torn down", "podUID", uid)
@@ -577,6 +582,36 @@ func (m *Manager) tearDownPlugins(ctx context.Context, podDir string) error {
 		}
 	}
 	return nil
+}
+
+// markInUse records a pod's device-mounted volume.
+func (m *Manager) markInUse(uid types.UID, name v1.UniqueVolumeName) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !slices.Contains(m.inUse[uid], name) {
+		m.inUse[uid] = append(m.inUse[uid], name)
+	}
+}
+
+// InUse lists the volumes in use on the node in the attach/detach sense,
+// by unique name, sorted: the node status's volumesInUse. They are the
+// local PersistentVolumes of the pods set up and not torn down (as the
+// kubelet, which device-mounts them, lists them) and what each Plugin that
+// is an InUseReporter lists (CSI persistent volumes).
+func (m *Manager) InUse() []v1.UniqueVolumeName {
+	var out []v1.UniqueVolumeName
+	m.mu.Lock()
+	for _, names := range m.inUse {
+		out = append(out, names...)
+	}
+	m.mu.Unlock()
+	for _, p := range m.plugins {
+		if r, ok := p.(InUseReporter); ok {
+			out = append(out, r.InUse()...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // ownMount reports whether a mount point under a pod directory is one

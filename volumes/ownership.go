@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -61,12 +62,40 @@ func fsUserOf(pod *v1.Pod) *int64 {
 	return user
 }
 
-// SetOwnership applies a pod's fsGroup to a volume at dir as the kubelet
-// does: group ownership of everything under dir, group read (and write
-// unless readOnly), setgid and group search on directories. For a Plugin
-// whose driver does not apply the fsGroup itself.
-func SetOwnership(dir string, fsGroup int64, readOnly bool) error {
-	return setOwnership(dir, fsGroup, readOnly)
+// SetOwnership applies the pod's fsGroup, if it has one, to a volume at
+// dir as the kubelet does: group ownership of everything under dir, group
+// read (and write unless readOnly), setgid and group search on
+// directories; with fsGroupChangePolicy OnRootMismatch, only if the
+// volume's root does not have them already. For a Plugin whose driver
+// does not apply the fsGroup itself.
+func SetOwnership(pod *v1.Pod, dir string, readOnly bool) error {
+	gid := fsGroupOf(pod)
+	if gid == nil {
+		return nil
+	}
+	if sc := pod.Spec.SecurityContext; sc.FSGroupChangePolicy != nil && *sc.FSGroupChangePolicy == v1.FSGroupChangeOnRootMismatch &&
+		rootMatches(dir, *gid, readOnly) {
+		return nil
+	}
+	return setOwnership(dir, *gid, readOnly)
+}
+
+// rootMatches reports whether the directory dir already has the group
+// and the permissions the fsGroup gives.
+func rootMatches(dir string, gid int64, readOnly bool) bool {
+	info, err := os.Stat(dir)
+	if err != nil || !info.IsDir() {
+		return false
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok || int64(st.Gid) != gid {
+		return false
+	}
+	want := fsGroupRWMask | fsGroupExecMask
+	if readOnly {
+		want = fsGroupROMask | fsGroupExecMask
+	}
+	return info.Mode().Perm()&want == want && info.Mode()&os.ModeSetgid != 0
 }
 
 // setOwnership gives the fsGroup to everything under dir: group ownership,

@@ -55,6 +55,12 @@ type TearDowner interface {
 	TearDown(ctx context.Context, dir string) error
 }
 
+// InUseReporter is implemented by a Plugin whose volumes are attachable
+// or device-mounted (a CSI driver's): Manager.InUse adds what it lists.
+type InUseReporter interface {
+	InUse() []v1.UniqueVolumeName
+}
+
 // Volume is one volume of a pod, as a Plugin sets it up.
 type Volume struct {
 	Pod  *v1.Pod

@@ -64,11 +64,12 @@ func (p pvcPlugin) SetUp(ctx context.Context, v Volume) (Mount, error) {
 		if !info.IsDir() {
 			return Mount{}, fmt.Errorf("local PersistentVolume %s: %s is not a directory (block devices are not supported by this node agent)", pv.Name, mnt.HostPath)
 		}
-		if gid := fsGroupOf(v.Pod); gid != nil && !readOnly {
-			if err := setOwnership(mnt.HostPath, *gid, false); err != nil {
+		if !readOnly {
+			if err := SetOwnership(v.Pod, mnt.HostPath, false); err != nil {
 				return Mount{}, fmt.Errorf("local PersistentVolume %s: fsGroup: %w", pv.Name, err)
 			}
 		}
+		p.m.markInUse(v.Pod.UID, v1.UniqueVolumeName("kubernetes.io/local-volume/"+pv.Name))
 		return mnt, nil
 	}
 	return Mount{}, fmt.Errorf("PersistentVolume %s: volume type %s is not supported by this node agent", pv.Name, pvType(pv))

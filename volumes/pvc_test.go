@@ -55,7 +55,9 @@ func TestPersistentVolumeClaims(t *testing.T) {
 	for _, a := range e.client.Actions() {
 		assert.NotContains(t, []string{"persistentvolumeclaims", "persistentvolumes"}, a.GetResource().Resource)
 	}
+	assert.Equal(t, []v1.UniqueVolumeName{"kubernetes.io/local-volume/pv-local"}, e.m.InUse(), "a local PV is device-mounted: in use")
 	require.NoError(t, e.m.TearDownPod(ctx, pod.UID))
+	assert.Empty(t, e.m.InUse())
 	assert.DirExists(t, local, "a persistent volume outlives the pod")
 }
 

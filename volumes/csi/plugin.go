@@ -211,7 +211,7 @@ func (p *Plugin) SetUp(ctx context.Context, v volumes.Volume) (volumes.Mount, er
 		return volumes.Mount{}, err
 	}
 	if fsGroup != nil && !caps[csipb.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP] && applyFSGroup(obj, v, args) {
-		if err := volumes.SetOwnership(target, *fsGroup, args.readOnly); err != nil {
+		if err := volumes.SetOwnership(v.Pod, target, args.readOnly); err != nil {
 			// Published: TearDown will unpublish it.
 			return volumes.Mount{}, fmt.Errorf("applyFSGroup failed for vol %s: %w", args.handle, err)
 		}
@@ -389,7 +389,7 @@ func (p *Plugin) stage(ctx context.Context, node csipb.NodeClient, a publishArgs
 		return nil
 	}
 	dataDir := filepath.Dir(staging)
-	if err := os.MkdirAll(dataDir, 0o750); err != nil {
+	if err := os.MkdirAll(staging, 0o750); err != nil { // the CO creates it (CSI spec)
 		return fmt.Errorf("create staging directory: %w", err)
 	}
 	if err := saveVolData(dataDir, map[string]string{keyDriverName: a.driver, keyVolumeHandle: a.handle}); err != nil {

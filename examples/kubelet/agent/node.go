@@ -86,13 +86,7 @@ func (a *Agent) buildNodeStatus(ctx context.Context) error {
 	// After Ready, whose check refreshed the runtime's status.
 	b.Add(nodestatus.RuntimeHandlers(cri.RuntimeHandlers))
 	b.Add(nodestatus.NodeFeatures(cri.NodeFeatures))
-	// Only CSI persistent volumes are attachable; the other types are
-	// node-local, never in use in the attach/detach sense.
-	inUse := func() []v1.UniqueVolumeName { return nil }
-	if a.csi != nil {
-		inUse = a.csi.InUse
-	}
-	b.Add(nodestatus.VolumesInUse(func() bool { return true }, inUse))
+	b.Add(nodestatus.VolumesInUse(func() bool { return true }, a.volumes.InUse))
 	setters, err := b.Setters()
 	if err != nil {
 		return err

@@ -35,10 +35,10 @@ type Driver struct {
 	// MountGroup makes it apply the fsGroup itself (VOLUME_MOUNT_GROUP).
 	Stage, MountGroup bool
 	// Bind, if set, publishes a volume by bind-mounting (as root) a
-	// directory per volume ID under DataDir at the target path; otherwise
-	// the target is a plain directory holding a file named after the
-	// volume ID.
-	Bind func(source, target string) error
+	// directory per volume ID under DataDir at the target path, read-only
+	// if the request says so; otherwise the target is a plain directory
+	// holding a file named after the volume ID.
+	Bind func(source, target string, readOnly bool) error
 	// Unbind unmounts a target if it is a mount point (with Bind).
 	Unbind  func(target string) error
 	DataDir string
@@ -241,8 +241,8 @@ func (d *Driver) NodeGetCapabilities(ctx context.Context, req *csipb.NodeGetCapa
 	return &csipb.NodeGetCapabilitiesResponse{Capabilities: caps}, nil
 }
 
-// NodeStageVolume creates the staging directory, as the CSI spec's
-// caller expects the plugin to.
+// NodeStageVolume records the volume as staged at the staging path,
+// which the CO must have created.
 func (d *Driver) NodeStageVolume(ctx context.Context, req *csipb.NodeStageVolumeRequest) (*csipb.NodeStageVolumeResponse, error) {
 	if err := d.enter(ctx, "NodeStageVolume", req); err != nil {
 		return nil, err
@@ -253,8 +253,8 @@ func (d *Driver) NodeStageVolume(ctx context.Context, req *csipb.NodeStageVolume
 	if req.VolumeId == "" || req.StagingTargetPath == "" || req.VolumeCapability == nil {
 		return nil, status.Error(codes.InvalidArgument, "volume ID, staging path and capability are required")
 	}
-	if err := os.MkdirAll(req.StagingTargetPath, 0o750); err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
+	if info, err := os.Stat(req.StagingTargetPath); err != nil || !info.IsDir() {
+		return nil, status.Errorf(codes.InvalidArgument, "the staging path %q is not a directory (the CO creates it)", req.StagingTargetPath)
 	}
 	d.mu.Lock()
 	d.staged[req.StagingTargetPath] = req.VolumeId
@@ -262,13 +262,11 @@ func (d *Driver) NodeStageVolume(ctx context.Context, req *csipb.NodeStageVolume
 	return &csipb.NodeStageVolumeResponse{}, nil
 }
 
-// NodeUnstageVolume removes the staging directory.
+// NodeUnstageVolume forgets the staged volume (the CO removes the
+// directory).
 func (d *Driver) NodeUnstageVolume(ctx context.Context, req *csipb.NodeUnstageVolumeRequest) (*csipb.NodeUnstageVolumeResponse, error) {
 	if err := d.enter(ctx, "NodeUnstageVolume", req); err != nil {
 		return nil, err
-	}
-	if err := os.RemoveAll(req.StagingTargetPath); err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
 	}
 	d.mu.Lock()
 	delete(d.staged, req.StagingTargetPath)
@@ -302,7 +300,7 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csipb.NodePublishVo
 		_, done := d.targets[req.TargetPath]
 		d.mu.Unlock()
 		if !done {
-			if err := d.Bind(src, req.TargetPath); err != nil {
+			if err := d.Bind(src, req.TargetPath, req.Readonly); err != nil {
 				return nil, status.Error(codes.Internal, err.Error())
 			}
 		}
