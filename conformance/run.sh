@@ -18,6 +18,10 @@
 #   SET=pv          the [sig-storage] specs of persistent volumes on the node (issue 34): the local
 #                   and PersistentVolumes-local drivers and the PersistentVolumes specs, with the
 #                   same exclusions (698 listed; most patterns skip themselves at run time)
+#   SET=csi         the upstream "External Storage" specs on the harness's CSI driver
+#                   (examples/csi-hostdir, started on the host: CSI_DRIVER=1, described to the
+#                   suite by csi-hostdir.yaml): dynamic, generic ephemeral and inline CSI volumes
+#                   (99 listed; block, expansion, snapshot patterns skip themselves)
 #   SET=extra       storage and serial in one run; SET=wide: all four sets in one run
 #                   (each compared with its own baseline; AGENT=kubelet splits the candidates)
 #   FOCUS, SKIP, LABEL_FILTER override a set's selection.
@@ -52,6 +56,10 @@ pv)
   export FOCUS=${FOCUS:-'\[sig-storage\] (PersistentVolumes-local|In-tree Volumes \[Driver: local\]|PersistentVolumes )'}
   export LABEL_FILTER=${LABEL_FILTER:-$plain}
   BASELINES=$HERE/baseline-upstream-kubelet-pv.tsv ;;
+csi)
+  export FOCUS=${FOCUS:-'External Storage \[Driver: csi\.nodekit\.io\]'} LABEL_FILTER=${LABEL_FILTER:-$plain}
+  export CSI_DRIVER=1 E2E_EXTRA_ARGS="${E2E_EXTRA_ARGS:-} --storage.testdriver=$HERE/csi-hostdir.yaml"
+  BASELINES=$HERE/baseline-upstream-kubelet-csi.tsv ;;
 extra)
   # storage and serial in one run (to measure both baselines at once)
   export FOCUS=${FOCUS:-"\\[sig-node\\]|$storage_areas"}
@@ -61,7 +69,7 @@ wide)
   export FOCUS=${FOCUS:-"\\[sig-node\\].*\\[Conformance\\]|\\[NodeConformance\\]|\\[sig-node\\]|$storage_areas"}
   export LABEL_FILTER=${LABEL_FILTER:-"Conformance || NodeConformance || ($plain) || (Serial && !Disruptive && !Flaky && !/^Feature:/)"}
   BASELINES="$HERE/baseline-upstream-kubelet.tsv $HERE/baseline-upstream-kubelet-sig-node.tsv $HERE/baseline-upstream-kubelet-storage.tsv $HERE/baseline-upstream-kubelet-serial.tsv" ;;
-*) die "SET=$SET: want conformance, sig-node, storage, serial, pv, extra or wide" ;;
+*) die "SET=$SET: want conformance, sig-node, storage, serial, pv, csi, extra or wide" ;;
 esac
 [ "$(id -u)" = 0 ] || die "run as root: the cluster runs containerd and mounts volumes"
 if [ ! -x "$BIN/e2e.test" ] || [ ! -x "$BIN/kubelet" ]; then
@@ -82,6 +90,10 @@ nodekit)
   export NODE_AGENT_CMD=$cmd ;;
 *) die "AGENT=$AGENT: want nodekit or kubelet" ;;
 esac
+if [ "${CSI_DRIVER:-0}" = 1 ]; then
+  log "building the harness's CSI driver"
+  (cd "$HERE/.." && go build -o "$BIN/csi-hostdir" ./examples/csi-hostdir)
+fi
 "$HERE/down.sh"
 "$HERE/up.sh"
 export RUN_NAME=${RUN_NAME:-$AGENT-$SET$( [ "$JOIN" = 1 ] && echo -join )-$(date +%Y%m%d-%H%M%S)}
@@ -93,6 +105,7 @@ if [ -f "$results" ]; then
     # One candidate per baseline of the set, each holding the specs of its own set.
     for b in $BASELINES; do
       case $(basename "$b") in
+      *-csi.tsv) member='$3 !~ /\[(Serial|Disruptive|Flaky|Slow)\]|\[Feature:/ && $3 ~ /External Storage \[Driver: csi\.nodekit\.io\]/' ;;
       *-storage.tsv|*-pv.tsv) member='$3 !~ /\[(Serial|Disruptive|Flaky|Slow)\]|\[Feature:/ && $3 ~ /^\[sig-storage\] /' ;;
       *-serial.tsv) member='$3 ~ /\[Serial\]/ && $3 !~ /\[(Disruptive|Flaky)\]|\[Feature:/' ;;
       *-sig-node.tsv) member='$3 ~ /^\[sig-node\]/ && $3 !~ /\[(Serial|Disruptive|Flaky|Slow)\]|\[Feature:/' ;;
