@@ -143,7 +143,7 @@ func TestValidatePlugin(t *testing.T) {
 
 func TestInlineVolume(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, &csitest.Driver{}, ephemeralDriver())
+	e := newEnv(t, &csitest.Driver{Stage: true}, ephemeralDriver()) // inline volumes are not staged
 	p := pod("u1", inline("scratch"))
 	dir := e.dir(p, "scratch")
 	mnt, err := e.plugin.SetUp(ctx, volumes.Volume{Pod: p, Spec: &p.Spec.Volumes[0], Dir: dir})

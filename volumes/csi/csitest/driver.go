@@ -285,7 +285,8 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csipb.NodePublishVo
 	d.mu.Lock()
 	_, staged := d.staged[req.StagingTargetPath]
 	d.mu.Unlock()
-	if d.Stage && !staged {
+	// An inline (ephemeral) volume is published without staging.
+	if d.Stage && !staged && req.VolumeContext["csi.storage.k8s.io/ephemeral"] != "true" {
 		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is not staged at %q", req.VolumeId, req.StagingTargetPath)
 	}
 	if err := os.MkdirAll(req.TargetPath, 0o750); err != nil {
