@@ -4,6 +4,7 @@
 package integration
 
 import (
+	"os"
 	"testing"
 
 	"github.com/nodekit/nodekit/test/apiserver"
@@ -11,4 +12,9 @@ import (
 
 var srv *apiserver.Server
 
-func TestMain(m *testing.M) { apiserver.Main(m, &srv) }
+func TestMain(m *testing.M) {
+	if os.Getenv(replicaEnv) != "" {
+		os.Exit(runReplicaProcess()) // a replica process of TestShardedReplicaSIGKILL
+	}
+	apiserver.Main(m, &srv)
+}
