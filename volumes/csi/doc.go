@@ -21,11 +21,12 @@
 //     Ephemeral lifecycle mode, is published at
 //     <root>/pods/<uid>/volumes/kubernetes.io~csi/<name>/mount with the
 //     handle csi-<sha256(pod UID, name)>;
-//   - a persistent volume (the claim resolved by the volumes.Manager) is
-//     first checked attached: listed in the node status's volumesAttached
-//     by the attach/detach controller, and, unless its CSIDriver says
-//     attachRequired: false, its VolumeAttachment attached (whose metadata
-//     is the publish context). A driver that stages gets NodeStageVolume
+//   - a persistent volume (the claim resolved by the volumes.Manager) of a
+//     driver that attaches (its CSIDriver does not say attachRequired:
+//     false) is first checked attached: listed in the node status's
+//     volumesAttached by the attach/detach controller, and its
+//     VolumeAttachment attached (whose metadata is the publish context).
+//     A driver that stages gets NodeStageVolume
 //     once per node at <root>/plugins/kubernetes.io/csi/<driver>/<sha256(handle)>/globalmount,
 //     then NodePublishVolume per pod.
 //

@@ -295,11 +295,16 @@ func (p *Plugin) capabilities(ctx context.Context, node csipb.NodeClient) (map[c
 	return caps, nil
 }
 
-// waitAttached checks that the attach/detach controller reports the
-// volume attached to this node and returns its publish context (from the
-// VolumeAttachment, for a driver that attaches). An error means not yet:
-// the volume manager retries with back-off.
+// waitAttached checks, for a driver that attaches (its CSIDriver does not
+// say attachRequired: false), that the attach/detach controller reports
+// the volume attached to this node and returns its publish context (from
+// the VolumeAttachment). An error means not yet: the volume manager
+// retries with back-off. A volume of a driver that does not attach is not
+// attachable, and the controller never lists it.
 func (p *Plugin) waitAttached(ctx context.Context, obj *storagev1.CSIDriver, a publishArgs) (map[string]string, error) {
+	if obj != nil && obj.Spec.AttachRequired != nil && !*obj.Spec.AttachRequired {
+		return nil, nil
+	}
 	if p.cfg.Client == nil {
 		return nil, errors.New("no API client to check that the volume is attached (standalone node)")
 	}
@@ -310,9 +315,6 @@ func (p *Plugin) waitAttached(ctx context.Context, obj *storagev1.CSIDriver, a p
 	}
 	if !slices.ContainsFunc(node.Status.VolumesAttached, func(av v1.AttachedVolume) bool { return av.Name == unique }) {
 		return nil, fmt.Errorf("volume %s is not attached according to node status yet", unique)
-	}
-	if obj != nil && obj.Spec.AttachRequired != nil && !*obj.Spec.AttachRequired {
-		return nil, nil
 	}
 	name := attachmentName(a.handle, a.driver, p.cfg.NodeName)
 	va, err := p.cfg.Client.StorageV1().VolumeAttachments().Get(ctx, name, metav1.GetOptions{})
