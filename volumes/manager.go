@@ -96,6 +96,9 @@ type Manager struct {
 	// inUse holds the device-mounted volumes of each pod the Manager
 	// mounts itself (local PersistentVolumes), by unique name.
 	inUse map[types.UID][]v1.UniqueVolumeName
+	// rwop holds the pod that mounted each ReadWriteOncePod
+	// PersistentVolume, by volume name.
+	rwop map[string]types.UID
 }
 
 // The retry delays of a pod whose volume could not be set up: from 500ms
@@ -168,7 +171,7 @@ func New(cfg Config) (*Manager, error) {
 		cfg.UsagePeriod = DefaultUsagePeriod
 	}
 	m := &Manager{cfg: cfg, ready: map[types.UID]map[string]bool{}, mounts: map[types.UID]map[string]Mount{},
-		volumesOf: map[types.UID][]v1.Volume{}, usage: map[types.UID]usageCache{}, inUse: map[types.UID][]v1.UniqueVolumeName{},
+		volumesOf: map[types.UID][]v1.Volume{}, usage: map[types.UID]usageCache{}, inUse: map[types.UID][]v1.UniqueVolumeName{}, rwop: map[string]types.UID{},
 		retry: flowcontrol.NewFakeBackOff(mountRetryInitial, mountRetryMax, cfg.Clock), tokens: newTokenCache(cfg.Client, cfg.Clock)}
 	m.plugins = append(append([]Plugin(nil), cfg.Plugins...), m.builtins()...)
 	return m, nil
@@ -554,6 +557,11 @@ func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
 	delete(m.volumesOf, uid)
 	delete(m.usage, uid)
 	delete(m.inUse, uid)
+	for pv, owner := range m.rwop {
+		if owner == uid {
+			delete(m.rwop, pv)
+		}
+	}
 	m.retry.DeleteEntry(string(uid))
 	m.mu.Unlock()
 	klog.FromContext(ctx).V(3).Info("Pod volumes torn down", "podUID", uid)

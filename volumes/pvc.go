@@ -44,6 +44,18 @@ func (p pvcPlugin) SetUp(ctx context.Context, v Volume) (Mount, error) {
 	if err := checkVolumeMode(v.Pod, v.Spec.Name, pv); err != nil {
 		return Mount{}, err
 	}
+	if err := p.m.checkReadWriteOncePod(pv, v.Pod.UID); err != nil {
+		return Mount{}, err
+	}
+	mnt, err := p.mount(ctx, v, pv, readOnly)
+	if err == nil {
+		p.m.mountedPV(pv, v.Pod.UID)
+	}
+	return mnt, err
+}
+
+// mount mounts the PersistentVolume pv bound to the claim of volume v.
+func (p pvcPlugin) mount(ctx context.Context, v Volume, pv *v1.PersistentVolume, readOnly bool) (Mount, error) {
 	if pp := p.m.persistentPluginFor(pv); pp != nil {
 		return pp.SetUp(ctx, Volume{Pod: v.Pod, Spec: v.Spec, Dir: p.m.volumeDir(v.Pod, pp, v.Spec), PV: pv})
 	}
@@ -108,6 +120,39 @@ func (m *Manager) boundVolume(ctx context.Context, pod *v1.Pod, claim string, ep
 		return nil, fmt.Errorf("found PV object %s but its pv.Spec.ClaimRef.UID %s does not point to claim.UID %s", pv.Name, pv.Spec.ClaimRef.UID, pvc.UID)
 	}
 	return pv, nil
+}
+
+// readWriteOncePod reports whether pv may be used by one pod only: its
+// only access mode is ReadWriteOncePod (with several, the pod's intent is
+// unknown, and upstream does not enforce it either).
+func readWriteOncePod(pv *v1.PersistentVolume) bool {
+	return len(pv.Spec.AccessModes) == 1 && pv.Spec.AccessModes[0] == v1.ReadWriteOncePod
+}
+
+// checkReadWriteOncePod refuses a ReadWriteOncePod volume another pod on
+// the node has mounted (the scheduler enforces it too, but a pod may be
+// bound to the node directly).
+func (m *Manager) checkReadWriteOncePod(pv *v1.PersistentVolume, uid types.UID) error {
+	if !readWriteOncePod(pv) {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if owner, ok := m.rwop[pv.Name]; ok && owner != uid {
+		return errors.New("volume uses the ReadWriteOncePod access mode and is already in use by another pod")
+	}
+	return nil
+}
+
+// mountedPV records that the pod mounted pv (a ReadWriteOncePod volume is
+// the pod's until its teardown).
+func (m *Manager) mountedPV(pv *v1.PersistentVolume, uid types.UID) {
+	if !readWriteOncePod(pv) {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rwop[pv.Name] = uid
 }
 
 // checkVolumeMode refuses a Block volume (raw devices are not supported)

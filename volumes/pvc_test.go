@@ -133,3 +133,22 @@ func TestGenericEphemeralVolume(t *testing.T) {
 	other.Name, other.UID = "q", "uid-q"
 	assert.ErrorContains(t, e.m.SetUpPod(ctx, other), "PVC ns/q-scratch was not created for pod ns/q (pod is not owner)")
 }
+
+// A ReadWriteOncePod volume mounted by one pod is refused to another on
+// the node, with the kubelet's message, until the first is torn down.
+func TestReadWriteOncePod(t *testing.T) {
+	ctx := context.Background()
+	claim := boundClaim("only", "pv-only")
+	pv := pvFor("pv-only", claim, v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: t.TempDir()}})
+	pv.Spec.AccessModes = []v1.PersistentVolumeAccessMode{v1.ReadWriteOncePod}
+	e := newEnv(t, claim, pv)
+	first := testPod(claimVolume("data", "only", false))
+	second := testPod(claimVolume("data", "only", false))
+	second.Name, second.UID = "p2", "uid-2"
+	require.NoError(t, e.m.SetUpPod(ctx, first))
+	err := e.m.SetUpPod(ctx, second)
+	require.ErrorContains(t, err, `MountVolume.SetUp failed for volume "data" : volume uses the ReadWriteOncePod access mode and is already in use by another pod`)
+	require.NoError(t, e.m.SetUpPod(ctx, first), "the owner syncs on")
+	require.NoError(t, e.m.TearDownPod(ctx, first.UID))
+	require.NoError(t, e.m.SetUpPod(ctx, second))
+}
