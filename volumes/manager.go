@@ -226,8 +226,12 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *v1.Pod) error {
 		return fmt.Errorf("pod directory: %w", err)
 	}
 	var errs []error
+	used := usedVolumes(pod)
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
+		if !used[v.Name] {
+			continue // as the kubelet: a volume no container mounts is not set up
+		}
 		err := m.setUp(ctx, pod, v)
 		m.mu.Lock()
 		once := m.ready[pod.UID][v.Name]
@@ -255,6 +259,30 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *v1.Pod) error {
 	}
 	m.retry.Next(string(pod.UID), m.cfg.Clock.Now())
 	return &MountError{Err: errors.Join(errs...), Delay: m.retry.Get(string(pod.UID))}
+}
+
+// usedVolumes is the set of the pod's volumes some container (init,
+// regular or ephemeral) mounts or maps.
+func usedVolumes(pod *v1.Pod) map[string]bool {
+	used := map[string]bool{}
+	add := func(c *v1.Container) {
+		for _, vm := range c.VolumeMounts {
+			used[vm.Name] = true
+		}
+		for _, vd := range c.VolumeDevices {
+			used[vd.Name] = true
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		add(&pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		add(&pod.Spec.Containers[i])
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		add((*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon))
+	}
+	return used
 }
 
 func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, v *v1.Volume) error {

@@ -63,10 +63,16 @@ func (f *fakeMounter) MountPoints() ([]string, error) {
 	return out, nil
 }
 
+// testPod is a pod whose container mounts each of its volumes (a volume
+// no container mounts is not set up).
 func testPod(vols ...v1.Volume) *v1.Pod {
+	c := v1.Container{Name: "c"}
+	for _, v := range vols {
+		c.VolumeMounts = append(c.VolumeMounts, v1.VolumeMount{Name: v.Name, MountPath: "/v/" + v.Name})
+	}
 	return &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid-1", Labels: map[string]string{"app": "a"}},
-		Spec:       v1.PodSpec{Volumes: vols, Containers: []v1.Container{{Name: "c"}}},
+		Spec:       v1.PodSpec{Volumes: vols, Containers: []v1.Container{c}},
 	}
 }
 
@@ -485,4 +491,15 @@ func TestMountFailureRetriesSoonThenBacksOff(t *testing.T) {
 
 	require.NoError(t, e.setUp(ctx, pod))
 	assert.Zero(t, e.m.retry.Get(string(pod.UID)), "a success starts the delays over")
+}
+
+// A volume no container mounts is not set up, as on the kubelet: its
+// missing source does not hold the pod back.
+func TestUnusedVolumeIsNotSetUp(t *testing.T) {
+	e := newEnv(t)
+	pod := testPod(v1.Volume{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
+		LocalObjectReference: v1.LocalObjectReference{Name: "missing"}}}})
+	pod.Spec.Containers[0].VolumeMounts = nil
+	require.NoError(t, e.m.SetUpPod(context.Background(), pod))
+	require.NoDirExists(t, filepath.Join(e.m.PodDir(pod.UID), "volumes", "kubernetes.io~configmap", "cfg"))
 }

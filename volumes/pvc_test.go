@@ -94,6 +94,10 @@ func TestPersistentVolumeClaimFailures(t *testing.T) {
 	} {
 		pod := testPod(claimVolume("v", claim, false))
 		pod.UID = types.UID("uid-" + claim)
+		if claim == "block" { // used as a device, as a Block volume must be
+			pod.Spec.Containers[0].VolumeMounts = nil
+			pod.Spec.Containers[0].VolumeDevices = []v1.VolumeDevice{{Name: "v", DevicePath: "/dev/v"}}
+		}
 		err := e.m.SetUpPod(ctx, pod)
 		require.Error(t, err, claim)
 		assert.Contains(t, err.Error(), want, claim)

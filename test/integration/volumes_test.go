@@ -42,7 +42,8 @@ func TestVolumesAsNodeIdentity(t *testing.T) {
 	pod := func(name, node, cm string) *v1.Pod {
 		p, err := admin.CoreV1().Pods(ns).Create(ctx, &v1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: v1.PodSpec{NodeName: node, Containers: []v1.Container{{Name: "c", Image: "busybox"}},
+			Spec: v1.PodSpec{NodeName: node, Containers: []v1.Container{{Name: "c", Image: "busybox",
+				VolumeMounts: []v1.VolumeMount{{Name: "cfg", MountPath: "/cfg"}, {Name: "token", MountPath: "/token"}}}},
 				Volumes: []v1.Volume{
 					{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
 						LocalObjectReference: v1.LocalObjectReference{Name: cm}}}},

@@ -15,5 +15,6 @@ func attachmentNameForTest(handle string) string {
 func podWithInlineVolume(driver string) *v1.Pod {
 	p := pod("4f6e0d4c-0000-4000-8000-000000000001", v1.Volume{Name: "scratch",
 		VolumeSource: v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: driver}}})
+	p.Spec.Containers = []v1.Container{{Name: "c", VolumeMounts: []v1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}}}
 	return p
 }
