@@ -10,7 +10,9 @@
 //     token files whose source changed (atomically: a reader sees the old
 //     set or the new one), and reports a FailedMount event with the
 //     kubelet's message for each volume it cannot provide. A pod whose
-//     volumes fail never starts.
+//     volumes fail never starts. As on the kubelet, a volume no container
+//     mounts or maps is not set up, and a ReadWriteOncePod volume another
+//     pod on the node mounted is refused.
 //   - ContainerMounts when creating a container: the CRI mounts of its
 //     volumeMounts, with subPath and subPathExpr resolved safely (created
 //     if missing, symlinks that leave the volume refused, the result pinned
@@ -73,8 +75,8 @@
 // what is on disk, before the pod directory goes), InUseReporter (the
 // volumes attachable or device-mounted, for InUse, the node status's
 // volumesInUse, which also lists the local PersistentVolumes mounted).
-// SetOwnership applies a pod's fsGroup (with its fsGroupChangePolicy) for
-// such a plugin.
+// SetOwnership applies a pod's fsGroup (FSGroup; with its
+// fsGroupChangePolicy) for such a plugin.
 //
 // # Differences from upstream
 //

@@ -226,10 +226,10 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *v1.Pod) error {
 		return fmt.Errorf("pod directory: %w", err)
 	}
 	var errs []error
-	used := usedVolumes(pod)
+	mounts, devices := volumeUses(pod)
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
-		if !used[v.Name] {
+		if !mounts[v.Name] && !devices[v.Name] {
 			continue // as the kubelet: a volume no container mounts is not set up
 		}
 		err := m.setUp(ctx, pod, v)
@@ -261,16 +261,16 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *v1.Pod) error {
 	return &MountError{Err: errors.Join(errs...), Delay: m.retry.Get(string(pod.UID))}
 }
 
-// usedVolumes is the set of the pod's volumes some container (init,
-// regular or ephemeral) mounts or maps.
-func usedVolumes(pod *v1.Pod) map[string]bool {
-	used := map[string]bool{}
+// volumeUses returns the names of the pod's volumes its containers (init,
+// regular and ephemeral) mount, and those they map as block devices.
+func volumeUses(pod *v1.Pod) (mounts, devices map[string]bool) {
+	mounts, devices = map[string]bool{}, map[string]bool{}
 	add := func(c *v1.Container) {
 		for _, vm := range c.VolumeMounts {
-			used[vm.Name] = true
+			mounts[vm.Name] = true
 		}
 		for _, vd := range c.VolumeDevices {
-			used[vd.Name] = true
+			devices[vd.Name] = true
 		}
 	}
 	for i := range pod.Spec.InitContainers {
@@ -282,7 +282,7 @@ func usedVolumes(pod *v1.Pod) map[string]bool {
 	for i := range pod.Spec.EphemeralContainers {
 		add((*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon))
 	}
-	return used
+	return mounts, devices
 }
 
 func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, v *v1.Volume) error {
@@ -345,7 +345,7 @@ func volumeType(v *v1.Volume) string {
 // pod, with the fsGroup's group read bits.
 func (m *Manager) writePayload(pod *v1.Pod, dir string, payload map[string]File) error {
 	var setPerms func(string) error
-	if gid := fsGroupOf(pod); gid != nil {
+	if gid := FSGroup(pod); gid != nil {
 		for k, f := range payload {
 			f.Mode |= int32(fsGroupROMask)
 			payload[k] = f
@@ -412,7 +412,7 @@ func (m *Manager) setUpEmptyDir(pod *v1.Pod, src *v1.EmptyDirVolumeSource, dir s
 	}
 	// The group is given once, when the volume is made (a fresh directory
 	// never has it, whatever fsGroupChangePolicy says).
-	if gid := fsGroupOf(pod); gid != nil && fresh {
+	if gid := FSGroup(pod); gid != nil && fresh {
 		return setOwnership(dir, *gid, false)
 	}
 	return nil

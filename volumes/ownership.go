@@ -18,8 +18,8 @@ const (
 	fsGroupExecMask os.FileMode = 0o110
 )
 
-// fsGroupOf returns the pod's fsGroup, nil if none.
-func fsGroupOf(pod *v1.Pod) *int64 {
+// FSGroup returns the pod's fsGroup, nil if none.
+func FSGroup(pod *v1.Pod) *int64 {
 	if sc := pod.Spec.SecurityContext; sc != nil {
 		return sc.FSGroup
 	}
@@ -69,7 +69,7 @@ func fsUserOf(pod *v1.Pod) *int64 {
 // volume's root does not have them already. For a Plugin whose driver
 // does not apply the fsGroup itself.
 func SetOwnership(pod *v1.Pod, dir string, readOnly bool) error {
-	gid := fsGroupOf(pod)
+	gid := FSGroup(pod)
 	if gid == nil {
 		return nil
 	}

@@ -120,7 +120,7 @@ func (m *Manager) downwardPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFile,
 // single user, owned by that user.
 func (m *Manager) projectedPayload(ctx context.Context, pod *v1.Pod, src *v1.ProjectedVolumeSource) (map[string]File, error) {
 	mode := modeOr(src.DefaultMode)
-	fsUser, fsGroup := fsUserOf(pod), fsGroupOf(pod)
+	fsUser, fsGroup := fsUserOf(pod), FSGroup(pod)
 	out := map[string]File{}
 	var errs []error
 	merge := func(files map[string]File, err error) {

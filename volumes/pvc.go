@@ -159,21 +159,11 @@ func (m *Manager) mountedPV(pv *v1.PersistentVolume, uid types.UID) {
 // and a mismatch between the volume's mode and how containers use it.
 func checkVolumeMode(pod *v1.Pod, name string, pv *v1.PersistentVolume) error {
 	block := pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == v1.PersistentVolumeBlock
-	mounted, device := false, false
-	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range list {
-			for _, vm := range list[i].VolumeMounts {
-				mounted = mounted || vm.Name == name
-			}
-			for _, vd := range list[i].VolumeDevices {
-				device = device || vd.Name == name
-			}
-		}
-	}
+	mounts, devices := volumeUses(pod)
 	switch {
-	case block && mounted:
+	case block && mounts[name]:
 		return fmt.Errorf("volume %s has volumeMode Block, but is specified in volumeMounts", name)
-	case !block && device:
+	case !block && devices[name]:
 		return fmt.Errorf("volume %s has volumeMode Filesystem, but is specified in volumeDevices", name)
 	case block:
 		return fmt.Errorf("volume %s: volumeMode Block (raw block devices) is not supported by this node agent", name)

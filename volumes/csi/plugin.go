@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -189,7 +190,7 @@ func (p *Plugin) SetUp(ctx context.Context, v volumes.Volume) (volumes.Mount, er
 		attrs = merge(attrs, tokens)
 	}
 	capability := volumeCapability(args, caps)
-	fsGroup := fsGroupOf(v.Pod)
+	fsGroup := volumes.FSGroup(v.Pod)
 	if fsGroup != nil && caps[csipb.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP] {
 		capability.GetMount().VolumeMountGroup = strconv.FormatInt(*fsGroup, 10)
 	}
@@ -536,24 +537,16 @@ func podInfo(pod *v1.Pod, mode storagev1.VolumeLifecycleMode) map[string]string 
 	}
 }
 
-func fsGroupOf(pod *v1.Pod) *int64 {
-	if sc := pod.Spec.SecurityContext; sc != nil {
-		return sc.FSGroup
-	}
-	return nil
-}
-
+// merge returns a with b's entries added (b wins), a new map if b has any.
 func merge(a, b map[string]string) map[string]string {
 	if len(b) == 0 {
 		return a
 	}
-	out := make(map[string]string, len(a)+len(b))
-	for k, v := range a {
-		out[k] = v
+	out := maps.Clone(a)
+	if out == nil {
+		out = make(map[string]string, len(b))
 	}
-	for k, v := range b {
-		out[k] = v
-	}
+	maps.Copy(out, b)
 	return out
 }
 

@@ -149,12 +149,13 @@ func (p *Plugin) CleanupStaged(ctx context.Context) error {
 		return err
 	}
 	var errs []error
+	registered := p.cfg.Drivers.Names()
 	for _, d := range dirs {
 		data, err := loadVolData(d)
 		if err != nil {
 			continue // not a staged volume's directory
 		}
-		if !slices.Contains(p.cfg.Drivers.Names(), data[keyDriverName]) {
+		if !slices.Contains(registered, data[keyDriverName]) {
 			continue
 		}
 		p.mu.Lock()

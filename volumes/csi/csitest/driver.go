@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
@@ -133,7 +134,7 @@ func (d *Driver) Calls(methods ...string) []Call {
 	defer d.mu.Unlock()
 	var out []Call
 	for _, c := range d.calls {
-		if len(methods) == 0 || contains(methods, c.Method) {
+		if len(methods) == 0 || slices.Contains(methods, c.Method) {
 			out = append(out, c)
 		}
 	}
@@ -158,15 +159,6 @@ func (d *Driver) copyOf(m func() map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // enter records a call and applies injected failures and hangs.
