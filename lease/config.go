@@ -81,6 +81,15 @@ type Config struct {
 	// with Add are always renewed at once.
 	InitialSpread time.Duration
 
+	// BatchWindow lets Run renew, together with a lease that is due, every
+	// lease due within this window after it: up to BatchWindow early, never
+	// late. A controller of many leases then wakes about once per window
+	// rather than once per lease, and its requests go out back to back,
+	// which costs less CPU per renewal. Zero (the default) renews each
+	// lease on its own due time, like the kubelet. It must be shorter than
+	// half of RenewInterval.
+	BatchWindow time.Duration
+
 	// RequestTimeout bounds each API request; default RenewInterval, like the
 	// kubelet's heartbeat client.
 	RequestTimeout time.Duration
@@ -159,6 +168,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.InitialSpread < 0 {
 		return cfg, fmt.Errorf("%w: InitialSpread %v is negative", ErrInvalidConfig, cfg.InitialSpread)
+	}
+	if cfg.BatchWindow < 0 || cfg.BatchWindow >= cfg.RenewInterval/2 {
+		return cfg, fmt.Errorf("%w: BatchWindow %v must be between 0 and half of RenewInterval %v", ErrInvalidConfig, cfg.BatchWindow, cfg.RenewInterval)
 	}
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = cfg.RenewInterval

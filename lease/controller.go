@@ -27,6 +27,9 @@ type Controller struct {
 	sleeping   bool
 	nudged     bool
 	sleepUntil time.Time
+	// batchUntil is the end of the batch Run is dispatching: entries due
+	// by then are taken with the due one that opened it (BatchWindow).
+	batchUntil time.Time
 }
 
 // entry is the state of one lease. Fields other than name are guarded by

@@ -58,6 +58,8 @@ func TestNewValidation(t *testing.T) {
 		{"bad namespace", lease.Config{Client: client, NodeName: "a", Namespace: "Bad NS"}, "Namespace"},
 		{"backoff inverted", lease.Config{Client: client, NodeName: "a", BackoffInitial: 10 * time.Second, BackoffMax: time.Second}, "backoff"},
 		{"negative workers", lease.Config{Client: client, NodeName: "a", Workers: -1}, "Workers"},
+		{"negative batch window", lease.Config{Client: client, NodeName: "a", BatchWindow: -time.Second}, "BatchWindow"},
+		{"batch window of half the interval", lease.Config{Client: client, NodeName: "a", BatchWindow: 5 * time.Second}, "BatchWindow"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

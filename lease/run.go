@@ -49,14 +49,22 @@ type dueEntry struct {
 	due time.Time
 }
 
-// popDue takes the entries due now off the schedule and marks them in
-// flight. It also returns how long until the next one is due (-1: none).
+// popDue takes the entries due now (or by the end of the current batch,
+// BatchWindow) off the schedule and marks them in flight. It also returns
+// how long until the next one is due (-1: none).
 func (c *Controller) popDue() ([]dueEntry, time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.cfg.Clock.Now()
+	if c.queue.Len() > 0 && !c.queue[0].due.After(now) && c.batchUntil.Before(now) {
+		c.batchUntil = now.Add(c.cfg.BatchWindow) // a due entry opens a batch
+	}
+	until := now
+	if c.batchUntil.After(until) {
+		until = c.batchUntil
+	}
 	var due []dueEntry
-	for c.queue.Len() > 0 && !c.queue[0].due.After(now) && len(due) < c.cfg.Workers {
+	for c.queue.Len() > 0 && !c.queue[0].due.After(until) && len(due) < c.cfg.Workers {
 		e := heap.Pop(&c.queue).(*entry)
 		e.inFlight = true
 		c.inFlight++

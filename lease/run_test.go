@@ -127,3 +127,54 @@ func TestRunReturnsPromptlyWhileRenewalHangs(t *testing.T) {
 	<-entered
 	stop()
 }
+
+func TestRunBatchWindowRenewsEarlyNeverLate(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	const window = 2 * time.Second
+	names := make([]string, 40)
+	for i := range names {
+		names[i] = fmt.Sprintf("vnode-%02d", i)
+	}
+	c, client, clk := newController(t, func(cfg *lease.Config) {
+		cfg.NodeName = ""
+		cfg.Names = names
+		cfg.InitialSpread = 10 * time.Second
+		cfg.BatchWindow = window
+		cfg.Workers = 3 // a batch larger than the workers is still one batch
+		cfg.RenewJitter = -1
+	})
+	stop := runController(t, c)
+	defer stop()
+
+	idle := func() time.Time {
+		var next time.Time
+		require.Eventually(t, func() bool {
+			var ok bool
+			next, ok = c.NextDue()
+			return ok && next.After(clk.Now())
+		}, 5*time.Second, time.Millisecond)
+		return next
+	}
+	// Each wake-up renews the leases due by the end of the window it
+	// opens, none later than due, and leaves the rest for later: the 40
+	// spread names take about five wake-ups per renew interval, not 40.
+	wakes := 0
+	for clk.Now().Sub(t0) < 30*time.Second {
+		next := idle()
+		due := map[string]time.Time{}
+		for _, name := range names {
+			due[name], _ = c.NextRenewal(name)
+			require.False(t, due[name].Before(next), "%s due at %v, before the wake-up at %v", name, due[name].Sub(t0), next.Sub(t0))
+		}
+		clk.Step(next.Sub(clk.Now()))
+		wakes++
+		idle()
+		for _, name := range names {
+			l := client.Lease(ns, name)
+			renewed := l != nil && l.Spec.RenewTime.Time.Equal(next)
+			require.Equal(t, !due[name].After(next.Add(window)), renewed,
+				"%s due at %v, wake-up at %v", name, due[name].Sub(t0), next.Sub(t0))
+		}
+	}
+	require.LessOrEqual(t, wakes, 3*5+1, "wake-ups in 30s")
+}

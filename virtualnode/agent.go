@@ -7,12 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodekit/nodekit/kubeletapi"
@@ -37,6 +31,7 @@ type Agent struct {
 	leases  *lease.Controller
 	workers *podworkers.Workers
 	pods    cache.SharedIndexInformer
+	cache   *podCache // pods and the status the API has of each
 	// sharedPods: pods is run by the caller (Sharded); podsSynced tells
 	// whether this agent's handlers saw every pod once.
 	sharedPods bool
@@ -68,9 +63,10 @@ type Agent struct {
 // before Run.
 func New(cfg Config) (*Agent, error) { return newAgent(cfg, nil) }
 
-// newAgent is New; pods, if set, is a pod informer the caller runs and
-// shares among agents (Sharded), which Run only adds its handlers to.
-func newAgent(cfg Config, pods cache.SharedIndexInformer) (*Agent, error) {
+// newAgent is New; pods, if set, is a pod cache the caller runs and
+// shares among agents (Sharded), to whose informer Run only adds its
+// handlers.
+func newAgent(cfg Config, pods *podCache) (*Agent, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
@@ -80,7 +76,8 @@ func newAgent(cfg Config, pods cache.SharedIndexInformer) (*Agent, error) {
 	}
 	var err error
 	a.leases, err = lease.New(lease.Config{Client: cfg.HeartbeatClient.CoordinationV1(), Names: cfg.Nodes,
-		LeaseDuration: cfg.LeaseDuration, InitialSpread: cfg.LeaseSpread, Workers: cfg.LeaseWorkers, Clock: cfg.Clock, Registerer: cfg.Registerer})
+		LeaseDuration: cfg.LeaseDuration, InitialSpread: cfg.LeaseSpread, BatchWindow: max(cfg.LeaseBatchWindow, 0),
+		Workers: cfg.LeaseWorkers, Clock: cfg.Clock, Registerer: cfg.Registerer})
 	if err != nil {
 		return nil, fmt.Errorf("virtualnode: lease: %w", err)
 	}
@@ -91,11 +88,12 @@ func newAgent(cfg Config, pods cache.SharedIndexInformer) (*Agent, error) {
 		}
 		a.nodes = append(a.nodes, n)
 	}
-	a.pods, a.sharedPods = pods, pods != nil
+	a.cache, a.sharedPods = pods, pods != nil
 	if pods == nil {
-		a.pods = newPodInformer(cfg)
+		a.cache = newPodCache(cfg, func(node string) bool { _, ok := a.managed[node]; return ok })
 	}
-	a.syncer = &syncer{cfg: &a.cfg, pods: a.pods.GetIndexer(), hostIP: a.hostIP, patched: make(map[types.UID][]byte)}
+	a.pods = a.cache.inf
+	a.syncer = &syncer{cfg: &a.cfg, cache: a.cache, hostIP: a.hostIP}
 	a.workers, err = podworkers.New(podworkers.Config{Syncer: a.syncer, MaxConcurrentSyncs: cfg.MaxConcurrentSyncs,
 		ResyncInterval: cfg.PodResyncInterval, Clock: cfg.Clock, Registerer: cfg.Registerer})
 	if err != nil {
@@ -113,62 +111,6 @@ func newAgent(cfg Config, pods cache.SharedIndexInformer) (*Agent, error) {
 func (a *Agent) Nodes() []string { return append([]string(nil), a.cfg.Nodes...) }
 
 func (a *Agent) hostIP(nodeName string) string { return a.cfg.NodeIP(a.managed[nodeName]) }
-
-// newPodInformer watches every pod bound to some node (one watch for all
-// virtual nodes: a field selector cannot name several nodes); the handlers
-// and the desired set filter on the managed names.
-func newPodInformer(cfg Config) cache.SharedIndexInformer {
-	sel := fields.OneTermNotEqualSelector("spec.nodeName", "").String()
-	pods := cfg.Client.CoreV1().Pods(v1.NamespaceAll)
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = sel
-			return pods.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = sel
-			return pods.Watch(ctx, o)
-		},
-	}
-	// The wrapper keeps the client's word on watch-list support (fake
-	// clientsets have none).
-	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, cfg.Client), &v1.Pod{}, 0, cache.Indexers{
-		byUID: func(obj any) ([]string, error) {
-			if p, ok := obj.(*v1.Pod); ok {
-				return []string{string(p.UID)}, nil
-			}
-			return nil, nil
-		},
-		byNode: func(obj any) ([]string, error) {
-			if p, ok := obj.(*v1.Pod); ok {
-				return []string{p.Spec.NodeName}, nil
-			}
-			return nil, nil
-		},
-	})
-	// The agent never reads managed fields: do not keep them in memory. A
-	// shallow copy, because the decoded object may be shared with the
-	// client (fake clientsets hand out their stored objects).
-	_ = inf.SetTransform(func(obj any) (any, error) {
-		if p, ok := obj.(*v1.Pod); ok && p.ManagedFields != nil {
-			q := *p
-			q.ManagedFields = nil
-			return &q, nil
-		}
-		return obj, nil
-	})
-	return inf
-}
-
-// podByUID returns the informer's copy of a pod, or nil.
-func podByUID(idx cache.Indexer, uid types.UID) *v1.Pod {
-	objs, err := idx.ByIndex(byUID, string(uid))
-	if err != nil || len(objs) == 0 {
-		return nil
-	}
-	p, _ := objs[0].(*v1.Pod)
-	return p
-}
 
 // runAll runs fns in goroutines and waits for all of them.
 func runAll(ctx context.Context, fns ...func(context.Context)) {

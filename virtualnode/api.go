@@ -195,7 +195,7 @@ func (p agentPods) GetPodByName(namespace, name string) (*v1.Pod, bool) {
 	if !ok || !p.a.isManaged(pod) {
 		return nil, false
 	}
-	return p.a.syncer.withStatus(pod), true
+	return p.a.cache.withStatus(pod), true
 }
 
 func (p agentPods) GetPods() []*v1.Pod {
@@ -205,7 +205,7 @@ func (p agentPods) GetPods() []*v1.Pod {
 		objs, _ := idx.ByIndex(byNode, n.name)
 		for _, o := range objs {
 			if pod, ok := o.(*v1.Pod); ok {
-				pods = append(pods, p.a.syncer.withStatus(pod))
+				pods = append(pods, p.a.cache.withStatus(pod))
 			}
 		}
 	}

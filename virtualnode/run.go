@@ -126,7 +126,6 @@ func (a *Agent) onPodDeleted(ctx context.Context, obj any) {
 	if !ok || !a.isManaged(pod) {
 		return
 	}
-	a.syncer.forget(pod.UID)
 	a.dispatch.Lock()
 	defer a.dispatch.Unlock()
 	if err := a.workers.UpdatePod(ctx, podworkers.Update{Type: podworkers.UpdateKill, Pod: pod}); err != nil {

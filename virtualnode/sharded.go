@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/nodekit/nodekit/clockctx"
@@ -63,7 +62,7 @@ type ShardedConfig struct {
 type Sharded struct {
 	cfg    ShardedConfig
 	shards [][]string
-	pods   cache.SharedIndexInformer // every bound pod, shared by the shards' agents
+	pods   *podCache // every bound pod, shared by the shards' agents
 
 	running atomic.Bool
 	mu      sync.Mutex
@@ -91,7 +90,12 @@ func NewSharded(cfg ShardedConfig) (*Sharded, error) {
 		return nil, err
 	}
 	cfg.Shards = min(cmp.Or(cfg.Shards, DefaultShards), len(cfg.Agent.Nodes))
-	s := &Sharded{cfg: cfg, shards: make([][]string, cfg.Shards), pods: newPodInformer(cfg.Agent), leading: map[int]bool{}}
+	s := &Sharded{cfg: cfg, shards: make([][]string, cfg.Shards), leading: map[int]bool{}}
+	nodes := make(map[string]bool, len(cfg.Agent.Nodes))
+	for _, n := range cfg.Agent.Nodes {
+		nodes[n] = true
+	}
+	s.pods = newPodCache(cfg.Agent, func(node string) bool { return nodes[node] })
 	for _, n := range cfg.Agent.Nodes {
 		i := ShardOf(n, cfg.Shards)
 		s.shards[i] = append(s.shards[i], n)
@@ -130,7 +134,7 @@ func (s *Sharded) Run(ctx context.Context) error {
 	}
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting sharded virtual nodes", "identity", s.cfg.Identity, "shards", len(s.shards), "nodes", len(s.cfg.Agent.Nodes))
-	fns := []func(context.Context){s.pods.RunWithContext}
+	fns := []func(context.Context){s.pods.inf.RunWithContext}
 	for i := range s.shards {
 		if len(s.shards[i]) > 0 {
 			fns = append(fns, func(ctx context.Context) { s.runShard(ctx, i) })

@@ -4,15 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 
+	"github.com/nodekit/nodekit/podstatus"
 	"github.com/nodekit/nodekit/podworkers"
 )
 
@@ -20,16 +19,8 @@ import (
 // status to the API server.
 type syncer struct {
 	cfg    *Config
-	pods   cache.Indexer
+	cache  *podCache
 	hostIP func(nodeName string) string
-
-	mu sync.Mutex
-	// patched holds the status last sent, per pod, in its protobuf
-	// encoding: equal statuses encode equally (map keys in order, times as
-	// instants), so the steady-state check is a byte comparison, and 10,000
-	// encodings are a third of the memory of the decoded statuses with
-	// nothing in them for the garbage collector to scan.
-	patched map[types.UID][]byte
 }
 
 var _ podworkers.Syncer = (*syncer)(nil)
@@ -70,7 +61,7 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error {
 	if _, err := s.report(ctx, pod, nil); err != nil {
 		return err
 	}
-	if latest := podByUID(s.pods, pod.UID); latest != nil && latest.DeletionTimestamp != nil {
+	if latest := podByUID(s.cache.inf.GetIndexer(), pod.UID); latest != nil && latest.DeletionTimestamp != nil {
 		pod = latest
 	}
 	if pod.DeletionTimestamp != nil {
@@ -85,9 +76,10 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error {
 	return nil
 }
 
-// report patches the provider's status of pod if it changed since the last
-// patch (or, after a restart, differs from the informer's copy). It returns
-// the status, nil if the provider has no record.
+// report patches the provider's status of pod, merged with the status the
+// API server has as the kubelet merges (conditions others own are kept, a
+// terminal phase stays), if it differs from that. It returns the provider's
+// status, nil if the provider has no record.
 func (s *syncer) report(ctx context.Context, pod *v1.Pod, statusFn podworkers.StatusFunc) (*v1.PodStatus, error) {
 	st, err := s.cfg.Provider.PodStatus(ctx, pod)
 	if err != nil || st == nil {
@@ -104,7 +96,7 @@ func (s *syncer) report(ctx context.Context, pod *v1.Pod, statusFn podworkers.St
 		st.HostIP, st.HostIPs = ip, []v1.HostIP{{IP: ip}}
 	}
 	current := pod
-	if latest := podByUID(s.pods, pod.UID); latest != nil {
+	if latest := podByUID(s.cache.inf.GetIndexer(), pod.UID); latest != nil {
 		current = latest
 	}
 	st.QOSClass = current.Status.QOSClass
@@ -112,22 +104,27 @@ func (s *syncer) report(ctx context.Context, pod *v1.Pod, statusFn podworkers.St
 	if err != nil {
 		return nil, fmt.Errorf("encode status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	old := &current.Status
-	s.mu.Lock()
-	last, ok := s.patched[pod.UID]
-	s.mu.Unlock()
-	switch {
-	case ok && bytes.Equal(last, enc):
-		return st, nil
-	case ok:
-		old = &v1.PodStatus{}
-		if err := old.Unmarshal(last); err != nil {
+	last, ok := s.cache.lastStatus(pod.UID)
+	if ok && bytes.Equal(last, enc) {
+		return st, nil // the steady state: no decoding
+	}
+	found := current.Status
+	if ok {
+		found = v1.PodStatus{}
+		if err := found.Unmarshal(last); err != nil {
 			return nil, fmt.Errorf("decode last status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
-	case !StatusChanged(old, st):
+	}
+	withFound := *current
+	withFound.Status = found
+	merged := podstatus.Merge(&withFound, found, *st, false, metav1.NewTime(s.cfg.Clock.Now()))
+	if enc, err = merged.Marshal(); err != nil {
+		return nil, fmt.Errorf("encode status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	if ok && bytes.Equal(last, enc) {
 		return st, nil
 	}
-	patch, err := PodStatusPatch(pod.UID, old, st)
+	patch, err := PodStatusPatch(pod.UID, &found, &merged)
 	if err != nil {
 		return nil, err
 	}
@@ -139,30 +136,6 @@ func (s *syncer) report(ctx context.Context, pod *v1.Pod, statusFn podworkers.St
 	if err != nil {
 		return nil, fmt.Errorf("patch status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	s.mu.Lock()
-	s.patched[pod.UID] = enc
-	s.mu.Unlock()
+	s.cache.reported(pod.UID, enc)
 	return st, nil
-}
-
-// withStatus returns pod with the status last reported for it, if any (a
-// shallow copy: read only).
-func (s *syncer) withStatus(pod *v1.Pod) *v1.Pod {
-	s.mu.Lock()
-	last, ok := s.patched[pod.UID]
-	s.mu.Unlock()
-	var st v1.PodStatus
-	if !ok || st.Unmarshal(last) != nil {
-		return pod
-	}
-	p := *pod
-	p.Status = st
-	return &p
-}
-
-// forget drops what the syncer remembers of a pod gone from the API.
-func (s *syncer) forget(uid types.UID) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.patched, uid)
 }

@@ -11,10 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/cache"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // statusProvider reports a fixed status, whatever the pod.
@@ -38,24 +37,36 @@ func statusPatches(cs *fake.Clientset) []string {
 	return out
 }
 
+// cacheOf returns a pod cache holding pods as its informer would (not run).
+func cacheOf(t *testing.T, cs *fake.Clientset, trim bool, pods ...*v1.Pod) *podCache {
+	t.Helper()
+	c := newPodCache(Config{Client: cs, TrimPodStatus: trim}, func(node string) bool { return node == "vn-0" })
+	for _, p := range pods {
+		require.NoError(t, c.inf.GetIndexer().Add(c.transform(p, trim)))
+	}
+	return c
+}
+
 func TestReportPatchesOnlyChanges(t *testing.T) {
 	ctx := context.Background()
 	pod := testPod(v1.RestartPolicyAlways, nil)
+	pod.Spec.NodeName = "vn-0"
 	// The API's copy has a condition another controller owns.
 	pod.Status.Conditions = []v1.PodCondition{{Type: "example.com/gate", Status: v1.ConditionTrue}}
+	pod.Status.QOSClass = v1.PodQOSBestEffort
 	cs := fake.NewClientset(pod)
-	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{byUID: func(obj any) ([]string, error) {
-		return []string{string(obj.(*v1.Pod).UID)}, nil
-	}})
-	require.NoError(t, idx.Add(pod))
+	c := cacheOf(t, cs, true, pod)
+	cached := podByUID(c.inf.GetIndexer(), pod.UID)
+	require.Empty(t, cached.Status.Conditions, "trimmed")
+	require.Equal(t, v1.PodQOSBestEffort, cached.Status.QOSClass)
 
 	started := metav1.NewTime(t0)
 	prov := &statusProvider{st: &v1.PodStatus{Phase: v1.PodPending, StartTime: &started,
 		Conditions: []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionTrue}}}}
-	s := &syncer{cfg: &Config{Client: cs, Provider: prov}, pods: idx,
-		hostIP: func(string) string { return "10.0.0.1" }, patched: make(map[types.UID][]byte)}
+	s := &syncer{cfg: &Config{Client: cs, Provider: prov, Clock: clocktesting.NewFakeClock(t0)}, cache: c,
+		hostIP: func(string) string { return "10.0.0.1" }}
 
-	_, err := s.report(ctx, pod, nil)
+	_, err := s.report(ctx, cached, nil)
 	require.NoError(t, err)
 	require.Len(t, statusPatches(cs), 1, "the first report differs from the API's copy")
 
@@ -64,15 +75,15 @@ func TestReportPatchesOnlyChanges(t *testing.T) {
 	prov.st = prov.st.DeepCopy()
 	prov.st.StartTime = &local
 	prov.st.Conditions = append([]v1.PodCondition(nil), prov.st.Conditions...)
-	_, err = s.report(ctx, pod, nil)
+	_, err = s.report(ctx, cached, nil)
 	require.NoError(t, err)
 	require.Len(t, statusPatches(cs), 1, "an equal status is not sent again")
 
-	// A change is sent against the last status sent, not the API's copy:
-	// only the phase, and the other controller's condition is left alone.
+	// A change is sent as a change: only the phase, and the other
+	// controller's condition is left alone.
 	prov.st = prov.st.DeepCopy()
 	prov.st.Phase = v1.PodRunning
-	_, err = s.report(ctx, pod, nil)
+	_, err = s.report(ctx, cached, nil)
 	require.NoError(t, err)
 	patches := statusPatches(cs)
 	require.Len(t, patches, 2)
@@ -82,12 +93,46 @@ func TestReportPatchesOnlyChanges(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(patches[1]), &doc))
 	require.Equal(t, []string{"phase"}, slices.Collect(maps.Keys(doc.Status)), "patch: %s", patches[1])
 
-	got := s.withStatus(pod)
+	got := c.withStatus(cached)
 	require.Equal(t, v1.PodRunning, got.Status.Phase)
 	require.Equal(t, "10.0.0.1", got.Status.HostIP)
 	require.True(t, got.Status.StartTime.Equal(&started))
-	s.forget(pod.UID)
-	require.Same(t, pod, s.withStatus(pod))
+	require.Len(t, got.Status.Conditions, 2, "the full status: %v", got.Status.Conditions)
+
+	// After a restart (or a shard taken over) the cache knows the API's
+	// status from the informer alone: an unchanged pod is not patched.
+	inAPI, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	s.cache = cacheOf(t, cs, true, inAPI)
+	_, err = s.report(ctx, podByUID(s.cache.inf.GetIndexer(), pod.UID), nil)
+	require.NoError(t, err)
+	require.Len(t, statusPatches(cs), 2, "nothing changed across the restart")
+
+	s.cache.forget(pod.UID)
+	require.Same(t, cached, s.cache.withStatus(cached))
+}
+
+func TestPodCacheKeepsLittleOfOtherNodesPods(t *testing.T) {
+	other := testPod(v1.RestartPolicyAlways, nil)
+	other.Spec.NodeName = "real-node"
+	other.Labels = map[string]string{"app": "x"}
+	other.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m"}}
+	c := cacheOf(t, fake.NewClientset(), false)
+	got := c.transform(other, false)
+	require.Equal(t, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: other.Name, Namespace: other.Namespace, UID: other.UID,
+		ResourceVersion: other.ResourceVersion}, Spec: v1.PodSpec{NodeName: "real-node"}}, got)
+	_, known := c.lastStatus(other.UID)
+	require.False(t, known)
+
+	mine := other.DeepCopy()
+	mine.Spec.NodeName = "vn-0"
+	mine.Status = v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.1.0.1", Conditions: []v1.PodCondition{{Type: v1.PodReady}}}
+	full := c.transform(mine, false)
+	require.Nil(t, full.ManagedFields)
+	require.Equal(t, mine.Status, full.Status)
+	require.NotNil(t, mine.ManagedFields, "the client's object is not modified")
+	trimmed := c.transform(mine, true)
+	require.Equal(t, v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.1.0.1"}, trimmed.Status)
 }
 
 func TestStatusChanged(t *testing.T) {

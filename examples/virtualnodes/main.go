@@ -123,7 +123,10 @@ func run() error {
 		names[i] = fmt.Sprintf("%s%d", prefix, i)
 	}
 	cfg := virtualnode.Config{Client: client, HeartbeatClient: heartbeat, Nodes: names,
-		CPU: cpu, Memory: mem, Pods: pods, Provider: sim}
+		CPU: cpu, Memory: mem, Pods: pods, Provider: sim,
+		// The simulator reads no more of a pod's status than the trimmed one
+		// keeps (it adopts a running pod by its IP and start time).
+		TrimPodStatus: true}
 	if nodeIP != "" {
 		cfg.NodeIP = func(int) string { return nodeIP }
 	}
