@@ -10,6 +10,9 @@
 #     same way for both; CPU and RSS come from /proc of the agent's process.
 #  2. examples/virtualnodes against KWOK v0.8.0 (built from the module proxy) on the same
 #     kube-apiserver: $VNODES nodes and $VPODS pods under each in turn, $VSTEADY of steady state.
+#  3. (PARTS=kwokci, not in the default) KWOK's own CI benchmark shape for both: $CINODES nodes
+#     (5,000), $CIPODS pods (10,000) created 64 at a time on one node, then deleted with their
+#     grace period and timed until every one is gone.
 #
 # Each part runs RUNS times (default 3), the agents interleaved (kubelet, nodekit, kubelet, …), and
 # the report gives the median of each figure and the median and range of the per-run ratios.
@@ -17,7 +20,7 @@
 # the pod creations; each agent's own pod start SLI (kubelet_pod_start_sli_duration_seconds) is read
 # from its /metrics after the start phase.
 # Results: $OUT/*.json and $OUT/report.md (the README's tables). The cluster is left down.
-# Settings (env): CONFORMANCE_DIR STATE OUT PODS STEADY VNODES VPODS VSTEADY RUNS RATE
+# Settings (env): CONFORMANCE_DIR STATE OUT PODS STEADY VNODES VPODS VSTEADY CINODES CIPODS RUNS RATE
 #   PARTS (default "agents vnodes") AGENTS (default "kubelet nodekit") VAGENTS (default "virtualnodes kwok")
 #   VNODES_EXTRA AGENT_EXTRA (more flags for virtualnodes, the reference agent)
 set -euo pipefail
@@ -29,6 +32,8 @@ STEADY=${STEADY:-10m}
 VNODES=${VNODES:-1000}
 VPODS=${VPODS:-10000}
 VSTEADY=${VSTEADY:-3m}
+CINODES=${CINODES:-5000}
+CIPODS=${CIPODS:-10000}
 RUNS=${RUNS:-3}
 RATE=${RATE:-5}
 PARTS=${PARTS:-agents vnodes}
@@ -124,6 +129,28 @@ if [[ " $PARTS " == *" vnodes "* ]]; then
   fi
   done
 fi
+if [[ " $PARTS " == *" kwokci "* ]]; then
+  if ! curl -sf --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "$APISERVER_URL/readyz" > /dev/null 2>&1; then
+    log "== starting the cluster for KWOK's CI shape"
+    "$CONFORMANCE_DIR/down.sh" --purge > "$OUT/kwokci-down.log" 2>&1 || true
+    "$CONFORMANCE_DIR/up.sh" > "$OUT/kwokci-up.log" 2>&1 || die "cluster did not come up"
+  fi
+  ci=(--nodes "$CINODES" --pods "$CIPODS" --pods-on-one-node --create-parallel 64 --timed-delete --settle 5s --steady 30s)
+  for run in $(seq 1 "$RUNS"); do
+  if [[ " $VAGENTS " == *" virtualnodes "* ]]; then
+  log "== virtualnodes, KWOK's CI shape (run $run): $CINODES nodes, $CIPODS pods on one node"
+  "$B" vnodes --kubeconfig "$ADMIN_KUBECONFIG" --name virtualnodes --version "$NODEKIT_VERSION" --work-dir "$OUT" \
+    --command "$OUT/bin/virtualnodes --kubeconfig \$KUBECONFIG --nodes $CINODES --pods $CIPODS --qps 1000 --node-prefix bvn- --port 0 --ready-delay 0s ${VNODES_EXTRA:-}" \
+    --node-prefix bvn- --node-selector virtualnodes.nodekit.io/virtual=true "${ci[@]}" --out "$OUT/kwokci-virtualnodes-$run.json"
+  fi
+  if [[ " $VAGENTS " == *" kwok "* ]]; then
+  log "== KWOK, its CI shape (run $run): $CINODES nodes, $CIPODS pods on one node"
+  "$B" vnodes --kubeconfig "$ADMIN_KUBECONFIG" --name kwok --version "$KWOK_VERSION" --work-dir "$OUT" --create-nodes \
+    --command "$OUT/bin/kwok --kubeconfig \$KUBECONFIG --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake --config $OUT/kwok-stages.yaml --node-lease-duration-seconds 40" \
+    --node-prefix bkw- --node-selector type=kwok "${ci[@]}" --out "$OUT/kwokci-kwok-$run.json"
+  fi
+  done
+fi
 "$CONFORMANCE_DIR/down.sh" > "$OUT/final-down.log" 2>&1 || true
 
 args=(--header "Measured $(sed -n 's/^date: //p' "$OUT/env.txt") on $(sed -n 's/^machine: //p' "$OUT/env.txt"); $(sed -n 's/^versions: //p' "$OUT/env.txt").")
@@ -131,5 +158,7 @@ runs() { local f=() r; for r in $(seq 1 "$RUNS"); do [ -f "$OUT/$1-$r.json" ] &&
 k=$(runs kubelet) a=$(runs nodekit) kw=$(runs kwok) vn=$(runs virtualnodes)
 [ -n "$k" ] && [ -n "$a" ] && args+=(--kubelet "$k" --agent "$a")
 [ -n "$kw" ] && [ -n "$vn" ] && args+=(--virtualnodes "$vn" --kwok "$kw")
+cik=$(runs kwokci-kwok) civ=$(runs kwokci-virtualnodes)
+[ -n "$cik" ] && [ -n "$civ" ] && args+=(--kwokci-virtualnodes "$civ" --kwokci-kwok "$cik")
 "$B" report "${args[@]}" | tee "$OUT/report.md"
 log "report: $OUT/report.md"

@@ -2,7 +2,7 @@ package kubeletapi
 
 import (
 	"context"
-	"crypto/x509"
+	cryptox509 "crypto/x509"
 	"fmt"
 	"net/http"
 	"os"
@@ -10,70 +10,64 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-	apiserver "k8s.io/apiserver/pkg/apis/apiserver"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
-	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
+	"k8s.io/apiserver/pkg/authentication/group"
+	"k8s.io/apiserver/pkg/authentication/request/anonymous"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	"k8s.io/apiserver/pkg/authentication/request/union"
+	"k8s.io/apiserver/pkg/authentication/request/x509"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/klog/v2"
 )
 
-// webhookRetryBackoff is the apiserver's default retry of a failed review
-// (DefaultAuthWebhookRetryBackoff), which the kubelet uses.
-func webhookRetryBackoff() *wait.Backoff {
-	return &wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
-}
-
-// buildAuth builds the authenticator and authorizer from cfg with the
-// staging delegating factories, as the kubelet does. caFile, when not nil,
-// must be watched to follow changes of the client CA file.
+// buildAuth builds the authenticator and authorizer from cfg as the
+// kubelet's delegating configuration does: x509 client certificates, then
+// bearer tokens by TokenReview, the authenticated group added, anonymous
+// last if enabled; SubjectAccessReviews or always allow. caFile, when not
+// nil, must be watched to follow changes of the client CA file.
 func buildAuth(cfg *Config) (authenticator.Request, authorizer.Authorizer, *clientCAFile, error) {
 	var caFile *clientCAFile
 	authn := cfg.Authenticator
 	if authn == nil {
-		ac := authenticatorfactory.DelegatingAuthenticatorConfig{
-			Anonymous:                &apiserver.AnonymousAuthConfig{Enabled: cfg.Auth.Anonymous},
-			CacheTTL:                 cfg.Auth.AuthenticationCacheTTL,
-			TokenAccessReviewTimeout: cfg.Auth.WebhookTimeout,
-			WebhookRetryBackoff:      webhookRetryBackoff(),
-		}
-		if cfg.Auth.TokenReview != nil {
-			ac.TokenAccessReviewClient = cfg.Auth.TokenReview
-		}
+		var methods []authenticator.Request
 		if cfg.Auth.ClientCAFile != "" {
 			var err error
 			caFile, err = newClientCAFile(cfg.Auth.ClientCAFile)
 			if err != nil {
 				return nil, nil, nil, fmt.Errorf("%w: client CA file: %w", ErrInvalidConfig, err)
 			}
-			ac.ClientCertificateCAContentProvider = caFile
+			methods = append(methods, x509.NewDynamic(caFile.VerifyOptions, x509.CommonNameUserConversion))
 		}
-		var err error
-		if authn, _, err = ac.New(); err != nil {
-			return nil, nil, nil, fmt.Errorf("%w: authentication: %w", ErrInvalidConfig, err)
+		if cfg.Auth.TokenReview != nil {
+			methods = append(methods, bearertoken.New(&tokenReviewer{client: cfg.Auth.TokenReview.TokenReviews(),
+				clock: cfg.Clock, timeout: cfg.Auth.WebhookTimeout, ttl: cfg.Auth.AuthenticationCacheTTL,
+				cache: newTTLCache[*authenticator.Response](cfg.Clock)}))
+		}
+		authn = group.NewAuthenticatedGroupAdder(union.New(methods...))
+		if cfg.Auth.Anonymous {
+			authn = union.NewFailOnError(authn, anonymous.NewAuthenticator(nil))
 		}
 	}
 	authz := cfg.Authorizer
 	if authz == nil {
 		if cfg.Auth.SubjectAccessReview != nil {
-			var err error
-			authz, err = authorizerfactory.DelegatingAuthorizerConfig{
-				SubjectAccessReviewClient: cfg.Auth.SubjectAccessReview,
-				AllowCacheTTL:             cfg.Auth.AuthorizationAllowTTL,
-				DenyCacheTTL:              cfg.Auth.AuthorizationDenyTTL,
-				WebhookRetryBackoff:       webhookRetryBackoff(),
-			}.New()
-			if err != nil {
-				return nil, nil, nil, fmt.Errorf("%w: authorization: %w", ErrInvalidConfig, err)
-			}
+			authz = &sarAuthorizer{client: cfg.Auth.SubjectAccessReview.SubjectAccessReviews(), clock: cfg.Clock,
+				timeout: cfg.Auth.WebhookTimeout, allowTTL: cfg.Auth.AuthorizationAllowTTL, denyTTL: cfg.Auth.AuthorizationDenyTTL,
+				cache: newTTLCache[sarDecision](cfg.Clock)}
 		} else {
-			authz = authorizerfactory.NewAlwaysAllowAuthorizer()
+			authz = alwaysAllow{}
 		}
 	}
 	return authn, authz, caFile, nil
+}
+
+// alwaysAllow is --authorization-mode=AlwaysAllow.
+type alwaysAllow struct{}
+
+func (alwaysAllow) Authorize(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
+	return authorizer.DecisionAllow, "", nil
 }
 
 // clientCAFile is the client CA bundle of the x509 authenticator: the
@@ -130,7 +124,7 @@ func (c *clientCAFile) Name() string { return "client-ca-bundle::" + c.filename 
 
 func (c *clientCAFile) CurrentCABundleContent() []byte { return c.provider().CurrentCABundleContent() }
 
-func (c *clientCAFile) VerifyOptions() (x509.VerifyOptions, bool) {
+func (c *clientCAFile) VerifyOptions() (cryptox509.VerifyOptions, bool) {
 	return c.provider().VerifyOptions()
 }
 

@@ -14,6 +14,7 @@ import (
 	authenticationclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	"k8s.io/utils/clock"
 )
 
 // Defaults of the kubelet (v1.36).
@@ -101,6 +102,9 @@ type Config struct {
 
 	// Auth configures the kubelet's authentication and authorization.
 	Auth AuthConfig
+	// Clock drives the review caches' expiry, the reviews' timeouts and
+	// their retries; default the real clock.
+	Clock clock.WithTicker
 	// Authenticator, if set, replaces the authenticator built from Auth.
 	Authenticator authenticator.Request
 	// Authorizer, if set, replaces the authorizer built from Auth.
@@ -252,6 +256,9 @@ func (c *Config) defaults() error {
 	setDefault(&c.Auth.WebhookTimeout, DefaultWebhookTimeout)
 	if c.MaxRequestHeaderBytes == 0 {
 		c.MaxRequestHeaderBytes = 1 << 20
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
 	}
 	return nil
 }

@@ -16,6 +16,8 @@ func runReport(args []string) error {
 	agent := fs.String("agent", "", "the reference agent's AgentResult JSON files, comma-separated, in the kubelet's runs' order")
 	vnodes := fs.String("virtualnodes", "", "virtualnodes' VNodesResult JSON files, comma-separated")
 	kwok := fs.String("kwok", "", "KWOK's VNodesResult JSON files, comma-separated, in virtualnodes' runs' order")
+	ciV := fs.String("kwokci-virtualnodes", "", "virtualnodes' VNodesResult JSON files of KWOK's CI shape, comma-separated")
+	ciK := fs.String("kwokci-kwok", "", "KWOK's VNodesResult JSON files of KWOK's CI shape, in the same runs' order")
 	header := fs.String("header", "", "a line printed above the tables (date, machine, versions)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -52,6 +54,20 @@ func runReport(args []string) error {
 			return fmt.Errorf("%d KWOK runs but %d virtualnodes runs", len(k), len(v))
 		}
 		vnodesTable(w, k, v)
+	}
+	if *ciV != "" && *ciK != "" {
+		v, err := readAll[VNodesResult](*ciV)
+		if err != nil {
+			return err
+		}
+		k, err := readAll[VNodesResult](*ciK)
+		if err != nil {
+			return err
+		}
+		if len(k) != len(v) {
+			return fmt.Errorf("%d KWOK runs but %d virtualnodes runs of KWOK's CI shape", len(k), len(v))
+		}
+		kwokCITable(w, k, v)
 	}
 	return nil
 }
@@ -239,6 +255,28 @@ func vnodesTable(w io.Writer, ks, vs []VNodesResult) {
 	for _, r := range []VNodesResult{k, v} {
 		fmt.Fprintf(w, "- %s: %s\n", r.Agent, top(r.SteadyAPI.APIByKind, 1/r.SteadySeconds, 6))
 	}
+	fmt.Fprintln(w)
+}
+
+// kwokCITable reports KWOK's own CI benchmark shape (its test/e2e
+// CaseBenchmark: 5,000 nodes Ready within 60 s, 10,000 pods on one node
+// Running within 60 s, deleted within 90 s) for both.
+func kwokCITable(w io.Writer, ks, vs []VNodesResult) {
+	k, v := ks[0], vs[0]
+	fmt.Fprintf(w, "**KWOK's CI benchmark shape** — %d nodes, %d pods on one node (bound by nodeName), deleted with their 30 s grace period; KWOK's CI limits: nodes Ready ≤ 60 s, pods Running ≤ 60 s, pods gone ≤ 90 s\n\n",
+		k.Nodes, k.Pods)
+	tableHead(w, len(ks), label(k.Agent, k.Version), label(v.Agent, v.Version))
+	rows(w, []figure[VNodesResult]{
+		{"start → every node Ready", " s", func(r VNodesResult) float64 { return r.NodesReady }},
+		{"first pod create → every pod Running", " s", func(r VNodesResult) float64 { return r.PodsRunning }},
+		{"(pod creation alone took)", " s", func(r VNodesResult) float64 { return r.PodsCreated }},
+		{"first delete → every pod gone", " s", func(r VNodesResult) float64 { return r.PodsDeleted }},
+		{"late renewals, whole run", "", func(r VNodesResult) float64 {
+			return float64(r.RampLateRenewals + r.LateRenewals + r.DeleteLate)
+		}},
+		{"CPU, ramp (start → every pod Running, mean)", " mcores", func(r VNodesResult) float64 { return r.Ramp.CPUCores * 1000 }},
+		{"RSS, peak (VmHWM)", " MiB", func(r VNodesResult) float64 { return float64(r.PeakRSSBytes) / mib }},
+	}, ks, vs)
 	fmt.Fprintln(w)
 }
 

@@ -46,6 +46,17 @@ type VNodesResult struct {
 	Renewals     int     `json:"renewals"`     // lease renewals seen during steady state
 	LateRenewals int     `json:"lateRenewals"` // more than ¼ duration after due
 	WorstGap     float64 `json:"worstGapSeconds"`
+
+	// With --timed-delete: first delete (the pods' own grace period) →
+	// every pod gone from the API.
+	PodsDeleted float64 `json:"podsDeletedSeconds,omitempty"`
+	// Lease renewals from the start to the steady state, and after it
+	// through the timed deletion.
+	RampRenewals     int     `json:"rampRenewals"`
+	RampLateRenewals int     `json:"rampLateRenewals"`
+	RampWorstGap     float64 `json:"rampWorstGapSeconds"`
+	DeleteRenewals   int     `json:"deleteRenewals,omitempty"`
+	DeleteLate       int     `json:"deleteLateRenewals,omitempty"`
 }
 
 func runVNodes(ctx context.Context, args []string) error {
@@ -61,6 +72,9 @@ func runVNodes(ctx context.Context, args []string) error {
 	pods := fs.Int("pods", 10000, "pods, spread evenly over the nodes")
 	steady := fs.Duration("steady", 3*time.Minute, "steady state")
 	settle := fs.Duration("settle", 30*time.Second, "wait after every pod is Running before steady state")
+	oneNode := fs.Bool("pods-on-one-node", false, "bind every pod to the first node (KWOK's CI benchmark shape) instead of spreading them")
+	createParallel := fs.Int("create-parallel", 32, "pod creations (and deletions) in flight")
+	timedDelete := fs.Bool("timed-delete", false, "after the steady state, delete the pods with their grace period and time it until every one is gone")
 	workDir := fs.String("work-dir", os.TempDir(), "where the proxy's kubeconfig and the agent's log go")
 	out := fs.String("out", "", "JSON result file")
 	if err := fs.Parse(args); err != nil {
@@ -144,8 +158,12 @@ func runVNodes(ctx context.Context, args []string) error {
 	fmt.Printf("%s: %d nodes Ready %.1fs after the start\n", *name, *nodes, res.NodesReady)
 
 	tp := time.Now()
-	if err := parallel(ctx, *pods, 32, func(i int) error {
-		_, err := cs.CoreV1().Pods(ns).Create(ctx, vnodePod(i, nodeNames[i%*nodes]), metav1.CreateOptions{})
+	if err := parallel(ctx, *pods, *createParallel, func(i int) error {
+		node := nodeNames[i%*nodes]
+		if *oneNode {
+			node = nodeNames[0]
+		}
+		_, err := cs.CoreV1().Pods(ns).Create(ctx, vnodePod(i, node), metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("%w (left by an earlier run? delete namespace %s)", err, ns)
 		}
@@ -167,6 +185,7 @@ func runVNodes(ctx context.Context, args []string) error {
 		return err
 	}
 	s0, ts0 := p.c.snapshot(), time.Now()
+	res.RampRenewals, res.RampLateRenewals, res.RampWorstGap = lw.lateness()
 	lw.reset()
 	if err := sleepCtx(ctx, *steady); err != nil {
 		return err
@@ -178,9 +197,26 @@ func runVNodes(ctx context.Context, args []string) error {
 	if hwm, err := highWaterMark(cmd.Process.Pid); err == nil {
 		res.PeakRSSBytes = hwm
 	}
+	fmt.Printf("%s: start → steady: %d renewals (%d late, worst gap %.1fs)\n", *name, res.RampRenewals, res.RampLateRenewals, res.RampWorstGap)
 	fmt.Printf("%s: steady %s: CPU %.3f cores, RSS %.0f MiB, %.1f API requests/s, %d renewals (%d late, worst gap %.1fs)\n",
 		*name, *steady, res.Steady.CPUCores, float64(res.Steady.RSSBytes)/(1<<20), float64(res.SteadyAPI.APIRequests)/steady.Seconds(),
 		res.Renewals, res.LateRenewals, res.WorstGap)
+	if *timedDelete {
+		lw.reset()
+		td := time.Now()
+		if err := parallel(ctx, *pods, *createParallel, func(i int) error {
+			return ignoreNotFound(cs.CoreV1().Pods(ns).Delete(ctx, fmt.Sprintf("p-%05d", i), metav1.DeleteOptions{}))
+		}); err != nil {
+			return fmt.Errorf("delete pods: %w", err)
+		}
+		if err := pw.waitAll(ctx, 10*time.Minute, func(p *podTimes) bool { return !p.gone.IsZero() }, *pods); err != nil {
+			return fmt.Errorf("pods not gone: %w", err)
+		}
+		res.PodsDeleted = time.Since(td).Seconds()
+		res.DeleteRenewals, res.DeleteLate, _ = lw.lateness()
+		fmt.Printf("%s: %d pods deleted (the default 30s grace period) and gone %.1fs after the first delete; %d renewals meanwhile (%d late)\n",
+			*name, *pods, res.PodsDeleted, res.DeleteRenewals, res.DeleteLate)
+	}
 	if err := writeJSON(*out, res); err != nil {
 		return err
 	}
