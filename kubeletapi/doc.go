@@ -26,8 +26,14 @@
 // TokenReview, anonymous only if enabled) and authorized as a verb on
 // nodes/<name>/<subresource> (see Subresources: stats, metrics, log, pods,
 // healthz, configz, with proxy for the rest and as the fallback of the
-// fine-grained ones), through SubjectAccessReview or AlwaysAllow, with the
-// staging k8s.io/apiserver delegating factories and their decision caches.
+// fine-grained ones), through SubjectAccessReview or AlwaysAllow. The
+// request authenticators are k8s.io/apiserver's (x509, bearer token,
+// union, anonymous); the TokenReview and SubjectAccessReview clients are
+// this package's, with the kubelet's caching (tokens 2m, allowed 5m,
+// denied 30s), the apiserver's retry of a failed review and the injected
+// Config.Clock. The apiserver's delegating factories do the same but link
+// CEL, OpenAPI validation and egress selection, about half of an agent's
+// executable, which no kubelet API request uses.
 // A plain-HTTP listener serves /healthz only (127.0.0.1:10248), and an
 // optional read-only listener serves healthz, pods, stats and metrics
 // without authentication (the kubelet's deprecated --read-only-port).

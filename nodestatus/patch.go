@@ -1,14 +1,12 @@
 package nodestatus
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 )
 
@@ -24,24 +22,39 @@ func StatusChanged(old, status *v1.NodeStatus) bool {
 	}
 	a, b := *old, *status // shallow copies: only Conditions is swapped out
 	a.Conditions, b.Conditions = nil, nil
+	// Equal encodings are equal statuses (the steady state, without
+	// reflection); different ones may still be equal quantities in other
+	// forms ("1Gi" and "1073741824"), which only the semantic check knows.
+	if ea, err := a.Marshal(); err == nil {
+		if eb, err := b.Marshal(); err == nil && bytes.Equal(ea, eb) {
+			return false
+		}
+	}
 	return !equality.Semantic.DeepEqual(&a, &b)
 }
 
+// conditionsChanged compares conditions by type, ignoring heartbeat times.
 func conditionsChanged(old, cur []v1.NodeCondition) bool {
 	if len(old) != len(cur) {
 		return true
 	}
-	byType := func(c []v1.NodeCondition) []v1.NodeCondition {
-		s := slices.Clone(c)
-		slices.SortStableFunc(s, func(a, b v1.NodeCondition) int { return strings.Compare(string(a.Type), string(b.Type)) })
-		for i := range s {
-			s[i].LastHeartbeatTime = metav1.Time{}
+	for i := range cur {
+		c := &cur[i]
+		o := &old[i]
+		if o.Type != c.Type { // not in the same order: look it up
+			o = nil
+			for j := range old {
+				if old[j].Type == c.Type {
+					o = &old[j]
+					break
+				}
+			}
+			if o == nil {
+				return true
+			}
 		}
-		return s
-	}
-	o, c := byType(old), byType(cur)
-	for i := range o {
-		if !equality.Semantic.DeepEqual(&o[i], &c[i]) {
+		if o.Status != c.Status || o.Reason != c.Reason || o.Message != c.Message ||
+			!o.LastTransitionTime.Equal(&c.LastTransitionTime) {
 			return true
 		}
 	}

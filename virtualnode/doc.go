@@ -12,7 +12,8 @@
 //
 //   - Liveness: one lease.Controller renews every node's Lease (many-node
 //     mode: one timer, a pool of LeaseWorkers, first renewals spread over the
-//     renew interval).
+//     renew interval, and the leases due within LeaseBatchWindow renewed
+//     together, early rather than one wake-up each).
 //   - Status: one nodestatus.Controller per node, with a short setter list:
 //     fixed capacity (MachineInfo), GoRuntime, address and version info, the
 //     three pressure conditions (always False) and Ready, whose runtime
@@ -27,8 +28,14 @@
 //     SyncTerminatingPod stops it within the grace period, SyncTerminatedPod
 //     reports the final status and, for a pod being deleted, deletes it with
 //     grace 0 (what the kubelet's status manager does). A pod's status is
-//     patched (strategic merge, UID precondition) only when it differs from
-//     the last one sent.
+//     merged with the one the API server has as the kubelet merges
+//     (podstatus.Merge: conditions others own stay, a terminal phase stays)
+//     and patched (strategic merge, UID precondition) only when that
+//     differs. The agent keeps the API's status of each pod in protobuf
+//     form beside the informer (a byte comparison per sync, and nothing for
+//     the garbage collector to scan); with TrimPodStatus the informer's pods
+//     keep only the few status fields a provider adopting a pod reads. Pods
+//     of nodes the agent does not serve are kept as names only.
 //   - The same loop polls podworkers' due pods every second and runs
 //     housekeeping (SyncKnownPods) every two, like the kubelet's sync loop,
 //     but only when the informer delivered a pod change since the last
