@@ -14,11 +14,8 @@ import (
 	"github.com/nodekit/nodekit/podworkers"
 )
 
-// Informer indexes.
-const (
-	byUID  = "uid"
-	byNode = "node"
-)
+// byNode is the informer index of pods by node name.
+const byNode = "node"
 
 // Agent runs many virtual nodes in one process: one lease controller for all
 // of them, one nodestatus controller per node (synced by a bounded pool),

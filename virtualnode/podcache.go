@@ -28,6 +28,9 @@ type podCache struct {
 
 	mu     sync.Mutex
 	status map[types.UID][]byte
+	// keys finds a managed pod's informer key by UID (cheaper than an
+	// index, which keeps a set per UID).
+	keys map[types.UID]string
 }
 
 // newPodCache watches every pod bound to some node (one watch for all
@@ -50,12 +53,6 @@ func newPodCache(cfg Config, managed func(nodeName string) bool) *podCache {
 	// The wrapper keeps the client's word on watch-list support (fake
 	// clientsets have none).
 	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, cfg.Client), &v1.Pod{}, 0, cache.Indexers{
-		byUID: func(obj any) ([]string, error) {
-			if p, ok := obj.(*v1.Pod); ok {
-				return []string{string(p.UID)}, nil
-			}
-			return nil, nil
-		},
 		byNode: func(obj any) ([]string, error) {
 			if p, ok := obj.(*v1.Pod); ok {
 				return []string{p.Spec.NodeName}, nil
@@ -63,7 +60,7 @@ func newPodCache(cfg Config, managed func(nodeName string) bool) *podCache {
 			return nil, nil
 		},
 	})
-	c := &podCache{inf: inf, managed: managed, status: map[types.UID][]byte{}}
+	c := &podCache{inf: inf, managed: managed, status: map[types.UID][]byte{}, keys: map[types.UID]string{}}
 	_ = inf.SetTransform(func(obj any) (any, error) {
 		if p, ok := obj.(*v1.Pod); ok {
 			return c.transform(p, cfg.TrimPodStatus), nil
@@ -97,11 +94,16 @@ func (c *podCache) transform(p *v1.Pod, trim bool) *v1.Pod {
 			Spec: v1.PodSpec{NodeName: p.Spec.NodeName},
 		}
 	}
-	if enc, err := p.Status.Marshal(); err == nil {
-		c.mu.Lock()
+	enc, err := p.Status.Marshal()
+	key, keyErr := cache.MetaNamespaceKeyFunc(p)
+	c.mu.Lock()
+	if err == nil {
 		c.status[p.UID] = enc
-		c.mu.Unlock()
 	}
+	if _, ok := c.keys[p.UID]; !ok && keyErr == nil {
+		c.keys[p.UID] = key
+	}
+	c.mu.Unlock()
 	q := *p
 	q.ManagedFields = nil
 	if trim {
@@ -135,6 +137,7 @@ func (c *podCache) forget(uid types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.status, uid)
+	delete(c.keys, uid)
 }
 
 // withStatus returns pod with the full status the API server has, as far as
@@ -150,12 +153,20 @@ func (c *podCache) withStatus(pod *v1.Pod) *v1.Pod {
 	return &p
 }
 
-// podByUID returns the informer's copy of a pod, or nil.
-func podByUID(idx cache.Indexer, uid types.UID) *v1.Pod {
-	objs, err := idx.ByIndex(byUID, string(uid))
-	if err != nil || len(objs) == 0 {
+// pod returns the informer's copy of a managed pod, or nil.
+func (c *podCache) pod(uid types.UID) *v1.Pod {
+	c.mu.Lock()
+	key, ok := c.keys[uid]
+	c.mu.Unlock()
+	if !ok {
 		return nil
 	}
-	p, _ := objs[0].(*v1.Pod)
-	return p
+	obj, ok, err := c.inf.GetIndexer().GetByKey(key)
+	if err != nil || !ok {
+		return nil
+	}
+	if p, _ := obj.(*v1.Pod); p != nil && p.UID == uid { // not one recreated under the name
+		return p
+	}
+	return nil
 }

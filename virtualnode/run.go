@@ -141,7 +141,7 @@ func (a *Agent) isManaged(pod *v1.Pod) bool {
 // sync asks for a sync of uid with its latest pod, or a resync of the last
 // known one if the pod left the informer.
 func (a *Agent) sync(ctx context.Context, uid types.UID) {
-	if pod := podByUID(a.pods.GetIndexer(), uid); pod != nil && a.isManaged(pod) {
+	if pod := a.cache.pod(uid); pod != nil && a.isManaged(pod) {
 		_ = a.workers.UpdatePod(ctx, podworkers.Update{Type: podworkers.UpdateSync, Pod: pod})
 		return
 	}

@@ -61,7 +61,7 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error {
 	if _, err := s.report(ctx, pod, nil); err != nil {
 		return err
 	}
-	if latest := podByUID(s.cache.inf.GetIndexer(), pod.UID); latest != nil && latest.DeletionTimestamp != nil {
+	if latest := s.cache.pod(pod.UID); latest != nil && latest.DeletionTimestamp != nil {
 		pod = latest
 	}
 	if pod.DeletionTimestamp != nil {
@@ -96,7 +96,7 @@ func (s *syncer) report(ctx context.Context, pod *v1.Pod, statusFn podworkers.St
 		st.HostIP, st.HostIPs = ip, []v1.HostIP{{IP: ip}}
 	}
 	current := pod
-	if latest := podByUID(s.cache.inf.GetIndexer(), pod.UID); latest != nil {
+	if latest := s.cache.pod(pod.UID); latest != nil {
 		current = latest
 	}
 	st.QOSClass = current.Status.QOSClass

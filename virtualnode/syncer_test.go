@@ -56,7 +56,7 @@ func TestReportPatchesOnlyChanges(t *testing.T) {
 	pod.Status.QOSClass = v1.PodQOSBestEffort
 	cs := fake.NewClientset(pod)
 	c := cacheOf(t, cs, true, pod)
-	cached := podByUID(c.inf.GetIndexer(), pod.UID)
+	cached := c.pod(pod.UID)
 	require.Empty(t, cached.Status.Conditions, "trimmed")
 	require.Equal(t, v1.PodQOSBestEffort, cached.Status.QOSClass)
 
@@ -104,7 +104,7 @@ func TestReportPatchesOnlyChanges(t *testing.T) {
 	inAPI, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 	require.NoError(t, err)
 	s.cache = cacheOf(t, cs, true, inAPI)
-	_, err = s.report(ctx, podByUID(s.cache.inf.GetIndexer(), pod.UID), nil)
+	_, err = s.report(ctx, s.cache.pod(pod.UID), nil)
 	require.NoError(t, err)
 	require.Len(t, statusPatches(cs), 2, "nothing changed across the restart")
 
@@ -133,6 +133,17 @@ func TestPodCacheKeepsLittleOfOtherNodesPods(t *testing.T) {
 	require.NotNil(t, mine.ManagedFields, "the client's object is not modified")
 	trimmed := c.transform(mine, true)
 	require.Equal(t, v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.1.0.1"}, trimmed.Status)
+
+	// Found by UID; not once another pod took its name.
+	require.NoError(t, c.inf.GetIndexer().Add(trimmed))
+	require.Same(t, trimmed, c.pod(mine.UID))
+	again := mine.DeepCopy()
+	again.UID = "recreated"
+	require.NoError(t, c.inf.GetIndexer().Update(c.transform(again, true)))
+	require.Nil(t, c.pod(mine.UID))
+	require.NotNil(t, c.pod("recreated"))
+	c.forget("recreated")
+	require.Nil(t, c.pod("recreated"))
 }
 
 func TestStatusChanged(t *testing.T) {
