@@ -81,7 +81,7 @@ case $AGENT in
 kubelet) unset NODE_AGENT_CMD ;;
 nodekit)
   log "building the reference agent"
-  (cd "$HERE/.." && go build -o "$BIN/nodekit-agent" ./examples/kubelet)
+  (cd "$HERE/.." && go build -tags grpcnotrace -o "$BIN/nodekit-agent" ./examples/kubelet)
   cmd='exec "$BIN/nodekit-agent" --config "$KUBELET_CONFIG" --kubeconfig "$NODE_KUBECONFIG"'
   cmd+=' --node-name "$NODE_NAME" --node-ip "$NODE_IP" --root-dir "$KUBELET_ROOT_DIR" --cert-dir "$CERT_DIR" --v=2'
   if [ "$JOIN" = 1 ]; then

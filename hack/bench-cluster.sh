@@ -51,7 +51,8 @@ mkdir -p "$OUT/bin"
 B=$OUT/bin/benchcluster
 
 log "building the agents and the harness into $OUT/bin"
-(cd "$ROOT" && "$GO" build -o "$OUT/bin/nodekit-agent" ./examples/kubelet && "$GO" build -o "$OUT/bin/virtualnodes" ./examples/virtualnodes)
+# grpcnotrace as make build (Makefile: BUILDTAGS): the executables users get from make.
+(cd "$ROOT" && "$GO" build -tags grpcnotrace -o "$OUT/bin/nodekit-agent" ./examples/kubelet && "$GO" build -tags grpcnotrace -o "$OUT/bin/virtualnodes" ./examples/virtualnodes)
 (cd "$ROOT/test" && "$GO" build -o "$B" ./cmd/benchcluster)
 GOBIN=$OUT/bin GOFLAGS= "$GO" install "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
 KWOK_DIR=$(GOFLAGS= "$GO" mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')

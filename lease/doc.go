@@ -56,5 +56,10 @@
 //     agent that stopped renewing would otherwise keep it forever. Upstream
 //     keeps renewing it under the other holder's name.
 //   - The lease is not deleted on start or stop; it expires on its own.
-//   - Many names per controller, with InitialSpread to stagger them.
+//   - Many names per controller, with InitialSpread to stagger them, and
+//     BatchWindow to renew the leases due close together in one wake-up
+//     (early, never late): one timer wake-up and a burst of back-to-back
+//     requests per window instead of one per lease, which is most of what
+//     a renewal costs a process renewing hundreds a second (see
+//     docs/benchmarks.md).
 package lease
