@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
+
+	"github.com/nodekit/nodekit/lease"
 )
 
 // ErrInvalidConfig is wrapped by every configuration error of this package.
@@ -27,6 +29,11 @@ const (
 	DefaultStatusWorkers = 8
 	// DefaultMaxConcurrentSyncs bounds the pod worker goroutines.
 	DefaultMaxConcurrentSyncs = 256
+	// NodesPerLeaseWorker sizes the default LeaseWorkers of a large
+	// agent: one renewal in flight per this many nodes, 10 renewals a
+	// second at a 40s lease, so a worker keeps up with up to 100ms per
+	// request.
+	NodesPerLeaseWorker = 100
 	// DefaultLeaseBatchWindow is how early a lease may be renewed to go
 	// with another due one (Config.LeaseBatchWindow).
 	DefaultLeaseBatchWindow = time.Second
@@ -80,7 +87,12 @@ type Config struct {
 	// LeaseSpread staggers the first renewals; default 10s (at most a
 	// renew interval).
 	LeaseSpread time.Duration
-	// LeaseWorkers bounds the lease renewals in flight; default 8.
+	// LeaseWorkers bounds the lease renewals in flight; default 8, or one
+	// per NodesPerLeaseWorker nodes when that is more: the nodes need
+	// len(Nodes)/10 renewals a second (a 40s lease), and a renewal holds
+	// its worker for the request's round trip, which grows when the API
+	// server is busy (with 5,000 nodes and 8 workers, the renewals fell a
+	// minute behind while 10,000 pods were created).
 	LeaseWorkers int
 	// LeaseBatchWindow lets the lease controller renew, with a lease that
 	// is due, the leases due within this window after it (up to the window
@@ -159,6 +171,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.StatusUpdateFrequency == 0 {
 		c.StatusUpdateFrequency = 10 * time.Second
+	}
+	if c.LeaseWorkers == 0 {
+		c.LeaseWorkers = max(lease.DefaultWorkers, len(c.Nodes)/NodesPerLeaseWorker)
 	}
 	if c.LeaseBatchWindow == 0 {
 		c.LeaseBatchWindow = DefaultLeaseBatchWindow
