@@ -1,6 +1,7 @@
 package virtualnode
 
 import (
+	"fmt"
 	"github.com/nodekit/nodekit/virtualnode/simulated"
 	"testing"
 	"time"
@@ -70,4 +71,16 @@ func TestHousekeepingFollowsChange(t *testing.T) {
 	require.False(t, a.housekeepingDue(now))
 	now = now.Add(housekeepingMaxGap)
 	require.True(t, a.housekeepingDue(now), "at least every housekeepingMaxGap")
+}
+
+func TestLeaseDefaultsScaleWithNodes(t *testing.T) {
+	for _, tc := range []struct{ nodes, workers int }{{1, 8}, {800, 8}, {1000, 10}, {5000, 50}} {
+		cfg := Config{Client: fake.NewClientset(), Provider: &statusProvider{}, Nodes: make([]string, tc.nodes)}
+		for i := range cfg.Nodes {
+			cfg.Nodes[i] = fmt.Sprintf("vn-%d", i)
+		}
+		require.NoError(t, cfg.setDefaults())
+		require.Equal(t, tc.workers, cfg.LeaseWorkers, "%d nodes", tc.nodes)
+		require.Equal(t, DefaultLeaseBatchWindow, cfg.LeaseBatchWindow)
+	}
 }
