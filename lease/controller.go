@@ -194,6 +194,20 @@ func (c *Controller) NextDue() (next time.Time, ok bool) {
 	return c.sleepUntil, true
 }
 
+// Lag returns how long the most overdue renewal waiting for a worker has
+// been due (zero when none is overdue): Run is behind when the API server
+// answers too slowly for Workers renewals in flight. A host sharing the API
+// server with other traffic can hold that traffic back while Lag grows, so
+// heartbeats go first.
+func (c *Controller) Lag() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.queue.Len() == 0 {
+		return 0
+	}
+	return max(0, c.cfg.Clock.Since(c.queue[0].due))
+}
+
 // NextRenewal returns when the next renewal of nodeName is due, and false
 // if the name is not managed. While a renewal is in flight it returns the
 // due time of that renewal.

@@ -178,3 +178,23 @@ func TestRunBatchWindowRenewsEarlyNeverLate(t *testing.T) {
 	}
 	require.LessOrEqual(t, wakes, 3*5+1, "wake-ups in 30s")
 }
+
+func TestLagIsTheMostOverdueRenewal(t *testing.T) {
+	c, _, clk := newController(t, func(cfg *lease.Config) {
+		cfg.NodeName = ""
+		cfg.Names = []string{"a", "b"}
+		cfg.InitialSpread = 10 * time.Second
+	})
+	a, _ := c.NextRenewal("a")
+	b, _ := c.NextRenewal("b")
+	require.Zero(t, c.Lag(), "nothing due before the clock's now")
+	clk.Step(11 * time.Second) // past the spread: both are overdue
+	first := a
+	if b.Before(a) {
+		first = b
+	}
+	require.Equal(t, clk.Since(first), c.Lag())
+	require.NoError(t, c.Renew(context.Background(), "a"))
+	require.NoError(t, c.Renew(context.Background(), "b"))
+	require.Zero(t, c.Lag(), "both renewed")
+}

@@ -90,7 +90,7 @@ func newAgent(cfg Config, pods *podCache) (*Agent, error) {
 		a.cache = newPodCache(cfg, func(node string) bool { _, ok := a.managed[node]; return ok })
 	}
 	a.pods = a.cache.inf
-	a.syncer = &syncer{cfg: &a.cfg, cache: a.cache, hostIP: a.hostIP}
+	a.syncer = &syncer{cfg: &a.cfg, cache: a.cache, hostIP: a.hostIP, yield: a.yieldToLeases}
 	a.workers, err = podworkers.New(podworkers.Config{Syncer: a.syncer, MaxConcurrentSyncs: cfg.MaxConcurrentSyncs,
 		ResyncInterval: cfg.PodResyncInterval, Clock: cfg.Clock, Registerer: cfg.Registerer})
 	if err != nil {

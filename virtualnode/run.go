@@ -29,6 +29,12 @@ const (
 	housekeepingMaxGap = 30 * time.Second
 	nodeRetryDelay     = time.Second
 	notReadySyncPeriod = time.Second
+	// Heartbeats first: a pod write waits while a lease renewal is more
+	// than leaseLagLimit overdue (the API server is too busy for the
+	// renewals), polling every yieldPoll, for at most maxYield.
+	leaseLagLimit = 2 * time.Second
+	yieldPoll     = 100 * time.Millisecond
+	maxYield      = 10 * time.Second
 )
 
 // Run registers the nodes, keeps their leases and status, runs their pods
@@ -146,6 +152,29 @@ func (a *Agent) sync(ctx context.Context, uid types.UID) {
 		return
 	}
 	_ = a.workers.Resync(uid) // unknown to the workers: nothing to do
+}
+
+// yieldToLeases holds a pod write back while the lease renewals are
+// behind (lease.Controller.Lag), for at most maxYield: the pods' API traffic
+// shares the API server with the heartbeats, and a node whose lease expires
+// is lost with all its pods, while a pod's status reported a few seconds
+// late is only late. (Kubelets get this from API priority and fairness,
+// where node heartbeats have their own priority level; an agent using one
+// credential for many nodes does not.)
+func (a *Agent) yieldToLeases(ctx context.Context) {
+	if a.leases.Lag() <= leaseLagLimit {
+		return
+	}
+	deadline := a.cfg.Clock.Now().Add(maxYield)
+	for a.leases.Lag() > leaseLagLimit && a.cfg.Clock.Now().Before(deadline) {
+		t := a.cfg.Clock.NewTimer(yieldPoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+	}
 }
 
 // loop ticks every second: due pods, housekeeping, and node status syncs

@@ -21,6 +21,15 @@ type syncer struct {
 	cfg    *Config
 	cache  *podCache
 	hostIP func(nodeName string) string
+	// yield is called before each pod write (Agent.yieldToLeases); nil:
+	// none.
+	yield func(ctx context.Context)
+}
+
+func (s *syncer) beforeWrite(ctx context.Context) {
+	if s.yield != nil {
+		s.yield(ctx)
+	}
 }
 
 var _ podworkers.Syncer = (*syncer)(nil)
@@ -66,6 +75,7 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error {
 	}
 	if pod.DeletionTimestamp != nil {
 		uid := pod.UID
+		s.beforeWrite(ctx)
 		err := s.cfg.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name,
 			metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
@@ -128,6 +138,7 @@ func (s *syncer) report(ctx context.Context, pod *v1.Pod, statusFn podworkers.St
 	if err != nil {
 		return nil, err
 	}
+	s.beforeWrite(ctx)
 	_, err = s.cfg.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch,
 		metav1.PatchOptions{}, "status")
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {

@@ -1,15 +1,19 @@
 package virtualnode
 
 import (
+	"context"
 	"fmt"
-	"github.com/nodekit/nodekit/virtualnode/simulated"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nodekit/nodekit/virtualnode/simulated"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -83,4 +87,42 @@ func TestLeaseDefaultsScaleWithNodes(t *testing.T) {
 		require.Equal(t, tc.workers, cfg.LeaseWorkers, "%d nodes", tc.nodes)
 		require.Equal(t, DefaultLeaseBatchWindow, cfg.LeaseBatchWindow)
 	}
+}
+
+func TestPodWritesYieldToOverdueLeases(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	clk := clocktesting.NewFakeClock(t0)
+	a, err := New(Config{Client: fake.NewClientset(), Provider: &statusProvider{}, Nodes: []string{"vn-0"}, Clock: clk, LeaseSpread: time.Second})
+	require.NoError(t, err)
+	ctx := context.Background()
+	returned := func() chan struct{} {
+		done := make(chan struct{})
+		go func() { a.yieldToLeases(ctx); close(done) }()
+		return done
+	}
+
+	// Nothing overdue: no wait.
+	<-returned()
+
+	// The lease is overdue (Run is not renewing it): a write waits, at most
+	// maxYield.
+	clk.Step(time.Second + leaseLagLimit + time.Millisecond)
+	done := returned()
+	for clk.Now().Before(t0.Add(time.Second + leaseLagLimit + maxYield)) {
+		require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond)
+		select {
+		case <-done:
+			t.Fatalf("returned at %v, the lease %v overdue", clk.Now().Sub(t0), a.leases.Lag())
+		default:
+		}
+		clk.Step(yieldPoll)
+	}
+	<-done
+
+	// The lease renewed meanwhile: the write goes at the next poll.
+	done = returned()
+	require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond)
+	require.NoError(t, a.leases.Renew(ctx, "vn-0"))
+	clk.Step(yieldPoll)
+	<-done
 }
