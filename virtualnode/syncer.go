@@ -128,10 +128,18 @@ func (s *syncer) report(ctx context.Context, pod *v1.Pod, statusFn podworkers.St
 	withFound := *current
 	withFound.Status = found
 	merged := podstatus.Merge(&withFound, found, *st, false, metav1.NewTime(s.cfg.Clock.Now()))
+	// The provider owns the other conditions it reports (Merge keeps only
+	// the kubelet's own of a kubelet's status).
+	for _, c := range st.Conditions {
+		if !podstatus.OwnedByKubelet(c.Type) && c.Type != v1.DisruptionTarget {
+			merged.Conditions = setCondition(merged.Conditions, c)
+		}
+	}
+	merged.Conditions = orderLike(found.Conditions, merged.Conditions)
 	if enc, err = merged.Marshal(); err != nil {
 		return nil, fmt.Errorf("encode status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	if ok && bytes.Equal(last, enc) {
+	if (ok && bytes.Equal(last, enc)) || (!ok && !StatusChanged(&found, &merged)) {
 		return st, nil
 	}
 	patch, err := PodStatusPatch(pod.UID, &found, &merged)
@@ -149,4 +157,36 @@ func (s *syncer) report(ctx context.Context, pod *v1.Pod, statusFn podworkers.St
 	}
 	s.cache.reported(pod.UID, enc)
 	return st, nil
+}
+
+// setCondition replaces the condition of c's type in cs, or appends c.
+func setCondition(cs []v1.PodCondition, c v1.PodCondition) []v1.PodCondition {
+	for i := range cs {
+		if cs[i].Type == c.Type {
+			cs[i] = c
+			return cs
+		}
+	}
+	return append(cs, c)
+}
+
+// orderLike returns cs with the types found has in found's order, the
+// others after them: the order of a list does not make a status change.
+func orderLike(found, cs []v1.PodCondition) []v1.PodCondition {
+	out := make([]v1.PodCondition, 0, len(cs))
+	placed := make(map[v1.PodConditionType]bool, len(cs))
+	for _, f := range found {
+		for _, c := range cs {
+			if c.Type == f.Type && !placed[c.Type] {
+				out, placed[c.Type] = append(out, c), true
+				break
+			}
+		}
+	}
+	for _, c := range cs {
+		if !placed[c.Type] {
+			out = append(out, c)
+		}
+	}
+	return out
 }

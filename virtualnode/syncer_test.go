@@ -93,11 +93,18 @@ func TestReportPatchesOnlyChanges(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(patches[1]), &doc))
 	require.Equal(t, []string{"phase"}, slices.Collect(maps.Keys(doc.Status)), "patch: %s", patches[1])
 
+	// A condition the provider owns is written as it reports it.
+	prov.st = prov.st.DeepCopy()
+	prov.st.Conditions = append(prov.st.Conditions, v1.PodCondition{Type: "provider.example.com/Warm", Status: v1.ConditionTrue})
+	_, err = s.report(ctx, cached, nil)
+	require.NoError(t, err)
+	require.Len(t, statusPatches(cs), 3)
+
 	got := c.withStatus(cached)
 	require.Equal(t, v1.PodRunning, got.Status.Phase)
 	require.Equal(t, "10.0.0.1", got.Status.HostIP)
 	require.True(t, got.Status.StartTime.Equal(&started))
-	require.Len(t, got.Status.Conditions, 2, "the full status: %v", got.Status.Conditions)
+	require.Len(t, got.Status.Conditions, 3, "the full status: %v", got.Status.Conditions)
 
 	// After a restart (or a shard taken over) the cache knows the API's
 	// status from the informer alone: an unchanged pod is not patched.
@@ -106,7 +113,7 @@ func TestReportPatchesOnlyChanges(t *testing.T) {
 	s.cache = cacheOf(t, cs, true, inAPI)
 	_, err = s.report(ctx, s.cache.pod(pod.UID), nil)
 	require.NoError(t, err)
-	require.Len(t, statusPatches(cs), 2, "nothing changed across the restart")
+	require.Len(t, statusPatches(cs), 3, "nothing changed across the restart")
 
 	s.cache.forget(pod.UID)
 	require.Same(t, cached, s.cache.withStatus(cached))
