@@ -97,8 +97,9 @@ type Config struct {
 	// LeaseBatchWindow lets the lease controller renew, with a lease that
 	// is due, the leases due within this window after it (up to the window
 	// early, never late; lease.Config.BatchWindow): many leases then cost
-	// fewer wake-ups. Default DefaultLeaseBatchWindow; negative: each lease
-	// on its own due time.
+	// fewer wake-ups. Default DefaultLeaseBatchWindow, or a quarter of the
+	// renew interval if that is less; negative: each lease on its own due
+	// time.
 	LeaseBatchWindow time.Duration
 	// MaxConcurrentSyncs bounds the pod worker goroutines (a pod waiting
 	// out its grace period holds one); default 256.
@@ -177,6 +178,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.LeaseBatchWindow == 0 {
 		c.LeaseBatchWindow = DefaultLeaseBatchWindow
+		if c.LeaseDuration > 0 { // a quarter of the renew interval at most
+			c.LeaseBatchWindow = min(c.LeaseBatchWindow, c.LeaseDuration/16)
+		}
 	}
 	if c.LeaseSpread == 0 {
 		c.LeaseSpread = DefaultLeaseSpread

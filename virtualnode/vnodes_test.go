@@ -87,6 +87,11 @@ func TestLeaseDefaultsScaleWithNodes(t *testing.T) {
 		require.Equal(t, tc.workers, cfg.LeaseWorkers, "%d nodes", tc.nodes)
 		require.Equal(t, DefaultLeaseBatchWindow, cfg.LeaseBatchWindow)
 	}
+	short := Config{Client: fake.NewClientset(), Provider: &statusProvider{}, Nodes: []string{"a"}, LeaseDuration: 4 * time.Second}
+	require.NoError(t, short.setDefaults())
+	require.Equal(t, 250*time.Millisecond, short.LeaseBatchWindow, "a quarter of the 1s renew interval")
+	_, err := New(short)
+	require.NoError(t, err)
 }
 
 func TestPodWritesYieldToOverdueLeases(t *testing.T) {
