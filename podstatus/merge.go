@@ -56,7 +56,7 @@ func Merge(pod *v1.Pod, found, kubelet v1.PodStatus, couldHaveRunningContainers 
 		case OwnedByKubelet(c.Type):
 			conds = append(conds, c)
 		case c.Type == v1.DisruptionTarget && toTerminal && !couldHaveRunningContainers:
-			conds = replaceCondition(conds, c)
+			conds = ReplaceCondition(conds, c)
 		}
 	}
 	out.Conditions = conds
@@ -88,7 +88,8 @@ func Merge(pod *v1.Pod, found, kubelet v1.PodStatus, couldHaveRunningContainers 
 	return out
 }
 
-func replaceCondition(cs []v1.PodCondition, c v1.PodCondition) []v1.PodCondition {
+// ReplaceCondition replaces the condition of c's type in cs, or appends c.
+func ReplaceCondition(cs []v1.PodCondition, c v1.PodCondition) []v1.PodCondition {
 	for i := range cs {
 		if cs[i].Type == c.Type {
 			cs[i] = c

@@ -132,7 +132,7 @@ func (s *syncer) report(ctx context.Context, pod *v1.Pod, statusFn podworkers.St
 	// the kubelet's own of a kubelet's status).
 	for _, c := range st.Conditions {
 		if !podstatus.OwnedByKubelet(c.Type) && c.Type != v1.DisruptionTarget {
-			merged.Conditions = setCondition(merged.Conditions, c)
+			merged.Conditions = podstatus.ReplaceCondition(merged.Conditions, c)
 		}
 	}
 	merged.Conditions = orderLike(found.Conditions, merged.Conditions)
@@ -157,17 +157,6 @@ func (s *syncer) report(ctx context.Context, pod *v1.Pod, statusFn podworkers.St
 	}
 	s.cache.reported(pod.UID, enc)
 	return st, nil
-}
-
-// setCondition replaces the condition of c's type in cs, or appends c.
-func setCondition(cs []v1.PodCondition, c v1.PodCondition) []v1.PodCondition {
-	for i := range cs {
-		if cs[i].Type == c.Type {
-			cs[i] = c
-			return cs
-		}
-	}
-	return append(cs, c)
 }
 
 // orderLike returns cs with the types found has in found's order, the
