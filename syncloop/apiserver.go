@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -72,23 +73,38 @@ func (s *APIServerSource) Run(ctx context.Context, set SetFunc) error {
 			return pods.Watch(ctx, opts)
 		},
 	}
-	push := func(objs []any) {
-		out := make([]*v1.Pod, 0, len(objs))
-		for _, o := range objs {
-			p, ok := o.(*v1.Pod)
-			if !ok || p.Spec.NodeName != s.cfg.NodeName {
-				continue
-			}
-			// The store's objects are shared with the reflector; the merger
-			// annotates what it is given.
-			out = append(out, p.DeepCopy())
-		}
-		set(ctx, out)
-	}
-	store := cache.NewUndeltaStore(push, cache.MetaNamespaceKeyFunc)
+	store := cache.NewUndeltaStore(s.pusher(ctx, set), cache.MetaNamespaceKeyFunc)
 	r := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, s.cfg.Client), &v1.Pod{}, store,
 		cache.ReflectorOptions{Name: "syncloop-apiserver-source", Logger: &logger, Clock: s.cfg.Clock})
 	logger.Info("Watching apiserver", "node", s.cfg.NodeName)
 	r.RunWithContext(ctx)
 	return nil
+}
+
+// pusher returns the UndeltaStore's push function: the store's pods of this
+// node, as one snapshot, to set. The store's objects are shared with the
+// reflector and the merger annotates what it is given, so set gets copies:
+// one per version of a pod (the store replaces an object when it changes),
+// not one per pod at every event. The function is called by one goroutine.
+func (s *APIServerSource) pusher(ctx context.Context, set SetFunc) func([]any) {
+	type copied struct{ from, pod *v1.Pod }
+	var copies map[types.UID]copied
+	return func(objs []any) {
+		out := make([]*v1.Pod, 0, len(objs))
+		next := make(map[types.UID]copied, len(objs))
+		for _, o := range objs {
+			p, ok := o.(*v1.Pod)
+			if !ok || p.Spec.NodeName != s.cfg.NodeName {
+				continue
+			}
+			c, ok := copies[p.UID]
+			if !ok || c.from != p {
+				c = copied{from: p, pod: p.DeepCopy()}
+			}
+			next[p.UID] = c
+			out = append(out, c.pod)
+		}
+		copies = next
+		set(ctx, out)
+	}
 }

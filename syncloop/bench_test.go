@@ -15,6 +15,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodekit/nodekit/containerid"
 	"github.com/nodekit/nodekit/pleg"
@@ -210,5 +211,37 @@ func BenchmarkFileSourceRescan1000(b *testing.B) {
 			b.Fatal(err)
 		}
 		m.set(ctx, FileSourceName, s.Pods())
+	}
+}
+
+// BenchmarkAPIServerEvent100: one op = one watch event (a pod's status
+// changes) on a node with 100 pods, through the API server source's store
+// and the merger, as the start of 100 pods makes several hundred of them.
+func BenchmarkAPIServerEvent100(b *testing.B) {
+	ctx := context.Background()
+	m := newMerger(time.Now, nil, func([]PodUpdate) {})
+	src := &APIServerSource{cfg: APIServerSourceConfig{NodeName: "node-a"}}
+	store := cache.NewUndeltaStore(src.pusher(ctx, func(ctx context.Context, pods []*v1.Pod) {
+		m.set(ctx, APIServerSourceName, pods)
+	}), cache.MetaNamespaceKeyFunc)
+	pods := make([]*v1.Pod, 100)
+	for i := range pods {
+		pods[i] = testPod(fmt.Sprintf("p%03d", i), types.UID(fmt.Sprintf("u%03d", i)))
+		pods[i].Namespace = "ns"
+		pods[i].ResourceVersion = "1"
+		if err := store.Add(pods[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	rv := 1
+	for b.Loop() {
+		rv++
+		p := pods[rv%len(pods)].DeepCopy()
+		p.ResourceVersion = fmt.Sprint(rv)
+		p.Status.Phase = []v1.PodPhase{v1.PodPending, v1.PodRunning}[rv%2]
+		if err := store.Update(p); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -130,6 +130,41 @@ func TestConfigOpsAndSourceAnnotations(t *testing.T) {
 	require.Equal(t, []string{"p2", "p2", "p3"}, observed)
 }
 
+// The merger skips the comparison of what it has already seen: the same
+// object again, or an API server pod at the same resource version; every
+// other source is compared field by field whatever its resource version.
+func TestMergerSkipsSeenVersions(t *testing.T) {
+	ctx := context.Background()
+	var got []string
+	m := newMerger(func() time.Time { return t0 }, nil, func(us []PodUpdate) {
+		for _, u := range us {
+			for _, p := range u.Pods {
+				got = append(got, u.Op.String()+" "+p.Name+" "+p.Labels["v"])
+			}
+		}
+	})
+	version := func(rv, label string) *v1.Pod {
+		p := testPod("p", "u")
+		p.ResourceVersion, p.Labels = rv, map[string]string{"v": label}
+		return p
+	}
+	for _, source := range []string{APIServerSourceName, FileSourceName} {
+		got = nil
+		first := version("1", "a")
+		m.set(ctx, source, []*v1.Pod{first})
+		m.set(ctx, source, []*v1.Pod{first})
+		m.set(ctx, source, []*v1.Pod{version("1", "b")})
+		m.set(ctx, source, []*v1.Pod{version("2", "c")})
+		m.set(ctx, source, []*v1.Pod{version("2", "c")})
+		m.set(ctx, source, []*v1.Pod{version("3", "c")})
+		want := []string{"ADD p a", "UPDATE p b", "UPDATE p c"}
+		if source == APIServerSourceName {
+			want = []string{"ADD p a", "UPDATE p c"}
+		}
+		require.Equal(t, want, got, source)
+	}
+}
+
 func TestClassify(t *testing.T) {
 	base := testPod("p", "u")
 	now := metav1.NewTime(t0)

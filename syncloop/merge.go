@@ -89,6 +89,12 @@ func (m *merger) diff(ctx context.Context, source string, pods []*v1.Pod) []PodU
 			continue
 		}
 		cur[ref.UID] = existing
+		// What the merger has already seen needs no comparison: the same
+		// object again, or, from the API server, the same resource version.
+		if ref == existing || (source == APIServerSourceName && ref.ResourceVersion != "" && ref.ResourceVersion == existing.ResourceVersion) {
+			continue
+		}
+		existing.ResourceVersion = ref.ResourceVersion
 		switch classify(existing, ref) {
 		case changeUpdate:
 			applyChange(existing, ref)

@@ -370,7 +370,7 @@ func (m *Manager) makeVolumeDir(pod *v1.Pod, dir string, inMemory bool) error {
 	if !inMemory {
 		return nil
 	}
-	mounted, err := m.isMountPoint(dir)
+	mounted, err := isMountPoint(m.cfg.Mounter, dir)
 	if err != nil || mounted {
 		return err
 	}
@@ -396,7 +396,7 @@ func (m *Manager) setUpEmptyDir(pod *v1.Pod, src *v1.EmptyDirVolumeSource, dir s
 		}
 	}
 	if src.Medium == v1.StorageMediumMemory {
-		mounted, err := m.isMountPoint(dir)
+		mounted, err := isMountPoint(m.cfg.Mounter, dir)
 		if err != nil {
 			return err
 		}
@@ -416,19 +416,6 @@ func (m *Manager) setUpEmptyDir(pod *v1.Pod, src *v1.EmptyDirVolumeSource, dir s
 		return setOwnership(dir, *gid, false)
 	}
 	return nil
-}
-
-func (m *Manager) isMountPoint(dir string) (bool, error) {
-	points, err := mountPointsUnder(m.cfg.Mounter, dir)
-	if err != nil {
-		return false, err
-	}
-	for _, p := range points {
-		if p == dir {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // emptyDirMemorySize is the tmpfs size: the node's allocatable memory,

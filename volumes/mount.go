@@ -25,6 +25,34 @@ type Mounter interface {
 	MountPoints() ([]string, error)
 }
 
+// MountPointChecker is an optional interface of a Mounter that can tell
+// whether one directory is a mount point without listing every mount;
+// HostMounter implements it. A Mounter without it is asked for
+// MountPoints.
+type MountPointChecker interface {
+	// IsMountPoint reports whether dir is the root of a mount; a missing
+	// dir is not.
+	IsMountPoint(dir string) (bool, error)
+}
+
+// isMountPoint asks m's MountPointChecker, or looks dir up in m's mount
+// table.
+func isMountPoint(m Mounter, dir string) (bool, error) {
+	if c, ok := m.(MountPointChecker); ok {
+		return c.IsMountPoint(dir)
+	}
+	return mountTableHas(m, dir)
+}
+
+// mountTableHas reports whether dir is in m's list of mount points.
+func mountTableHas(m Mounter, dir string) (bool, error) {
+	all, err := m.MountPoints()
+	if err != nil {
+		return false, err
+	}
+	return slices.Contains(all, dir), nil
+}
+
 // DirOnly is the Mounter of a runtime that does not run real containers:
 // it mounts nothing, so a memory-backed emptyDir is a plain directory and a
 // subPath is handed to the runtime as a resolved path.

@@ -103,7 +103,7 @@ func (m *Manager) subPathMount(ctx context.Context, pod *v1.Pod, volName, volPat
 		return f.path, nil
 	}
 	target := filepath.Join(m.PodDir(pod.UID), "volume-subpaths", volName, container, strconv.Itoa(index))
-	if ok, err := m.isMountPoint(target); err != nil {
+	if ok, err := isMountPoint(m.cfg.Mounter, target); err != nil {
 		return "", fail("prepare subPath", err)
 	} else if ok {
 		if f.isAt(target) {
