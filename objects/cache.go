@@ -313,6 +313,9 @@ func (s *syncStore) object() runtime.Object {
 }
 
 func (s *syncStore) set(obj any) {
+	if m, ok := obj.(metav1.Object); ok {
+		m.SetManagedFields(nil) // never read; the reflector's fresh object
+	}
 	ro, _ := obj.(runtime.Object)
 	s.mu.Lock()
 	s.obj = ro

@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -73,7 +72,7 @@ func (s *APIServerSource) Run(ctx context.Context, set SetFunc) error {
 			return pods.Watch(ctx, opts)
 		},
 	}
-	store := cache.NewUndeltaStore(s.pusher(ctx, set), cache.MetaNamespaceKeyFunc)
+	store := leanStore{cache.NewUndeltaStore(s.pusher(ctx, set), cache.MetaNamespaceKeyFunc)}
 	r := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, s.cfg.Client), &v1.Pod{}, store,
 		cache.ReflectorOptions{Name: "syncloop-apiserver-source", Logger: &logger, Clock: s.cfg.Clock})
 	logger.Info("Watching apiserver", "node", s.cfg.NodeName)
@@ -82,29 +81,45 @@ func (s *APIServerSource) Run(ctx context.Context, set SetFunc) error {
 }
 
 // pusher returns the UndeltaStore's push function: the store's pods of this
-// node, as one snapshot, to set. The store's objects are shared with the
-// reflector and the merger annotates what it is given, so set gets copies:
-// one per version of a pod (the store replaces an object when it changes),
-// not one per pod at every event. The function is called by one goroutine.
+// node, as one snapshot, to set. They are the informer's objects, which the
+// loop never modifies (it copies what it keeps, and shares the rest
+// read-only); the reflector replaces an object when it changes.
 func (s *APIServerSource) pusher(ctx context.Context, set SetFunc) func([]any) {
-	type copied struct{ from, pod *v1.Pod }
-	var copies map[types.UID]copied
 	return func(objs []any) {
 		out := make([]*v1.Pod, 0, len(objs))
-		next := make(map[types.UID]copied, len(objs))
 		for _, o := range objs {
-			p, ok := o.(*v1.Pod)
-			if !ok || p.Spec.NodeName != s.cfg.NodeName {
-				continue
+			if p, ok := o.(*v1.Pod); ok && p.Spec.NodeName == s.cfg.NodeName {
+				out = append(out, p)
 			}
-			c, ok := copies[p.UID]
-			if !ok || c.from != p {
-				c = copied{from: p, pod: p.DeepCopy()}
-			}
-			next[p.UID] = c
-			out = append(out, c.pod)
 		}
-		copies = next
 		set(ctx, out)
 	}
+}
+
+// leanStore drops the managed fields of the pods the reflector decodes
+// before it stores them: the node agent never reads them, and they are a
+// good part of a pod's size.
+type leanStore struct{ *cache.UndeltaStore }
+
+func dropManagedFields(obj any) {
+	if p, ok := obj.(*v1.Pod); ok {
+		p.ManagedFields = nil
+	}
+}
+
+func (s leanStore) Add(obj any) error {
+	dropManagedFields(obj)
+	return s.UndeltaStore.Add(obj)
+}
+
+func (s leanStore) Update(obj any) error {
+	dropManagedFields(obj)
+	return s.UndeltaStore.Update(obj)
+}
+
+func (s leanStore) Replace(list []any, resourceVersion string) error {
+	for _, obj := range list {
+		dropManagedFields(obj)
+	}
+	return s.UndeltaStore.Replace(list, resourceVersion)
 }

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -81,4 +82,23 @@ func TestAPIServerSourceValidates(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidConfig)
 	_, err = NewAPIServerSource(APIServerSourceConfig{Client: fake.NewClientset()})
 	require.ErrorIs(t, err, ErrInvalidConfig)
+}
+
+// The source's store keeps no managed fields: the agent never reads them.
+func TestAPIServerSourceDropsManagedFields(t *testing.T) {
+	src := &APIServerSource{cfg: APIServerSourceConfig{NodeName: "node-a"}}
+	var got []*v1.Pod
+	store := leanStore{cache.NewUndeltaStore(src.pusher(context.Background(), func(_ context.Context, pods []*v1.Pod) { got = pods }), cache.MetaNamespaceKeyFunc)}
+	withFields := func(name string) *v1.Pod {
+		p := apiPod(name, "node-a")
+		p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}
+		return p
+	}
+	require.NoError(t, store.Replace([]any{withFields("a")}, "1"))
+	require.NoError(t, store.Add(withFields("b")))
+	require.NoError(t, store.Update(withFields("a")))
+	require.Len(t, got, 2)
+	for _, p := range got {
+		require.Nil(t, p.ManagedFields, p.Name)
+	}
 }

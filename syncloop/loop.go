@@ -110,7 +110,7 @@ func (l *Loop) enqueueConfig(ups []PodUpdate) {
 
 // Set replaces the snapshot of the named source with pods and queues the
 // resulting updates. It never blocks and may be called from any goroutine;
-// it takes ownership of pods (they are annotated with the source). Sources
+// it never modifies pods and may keep parts of them (SetFunc). Sources
 // in Config.Sources receive it as their SetFunc; hosts call it for the
 // names in Config.ExternalSources.
 func (l *Loop) Set(ctx context.Context, source string, pods []*v1.Pod) {

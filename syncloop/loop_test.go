@@ -153,6 +153,7 @@ func TestMergerSkipsSeenVersions(t *testing.T) {
 		first := version("1", "a")
 		m.set(ctx, source, []*v1.Pod{first})
 		m.set(ctx, source, []*v1.Pod{first})
+		require.Nil(t, first.Annotations, "what a source passes is not modified")
 		m.set(ctx, source, []*v1.Pod{version("1", "b")})
 		m.set(ctx, source, []*v1.Pod{version("2", "c")})
 		m.set(ctx, source, []*v1.Pod{version("2", "c")})

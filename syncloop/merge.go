@@ -74,24 +74,27 @@ func (m *merger) diff(ctx context.Context, source string, pods []*v1.Pod) []PodU
 			continue
 		}
 		names[full] = struct{}{}
-		if ref.Annotations == nil {
-			ref.Annotations = map[string]string{}
-		}
-		ref.Annotations[ConfigSourceAnnotationKey] = source
 		if m.observe != nil && source == APIServerSourceName {
 			m.observe(ref)
 		}
 		existing, found := old[ref.UID]
 		if !found {
-			ref.Annotations[ConfigFirstSeenAnnotationKey] = m.now().Format(time.RFC3339Nano)
-			cur[ref.UID] = ref
-			adds = append(adds, ref)
+			// The merger's own copy, annotated; what a source passes is
+			// never modified (the API server source's are its informer's).
+			p := ref.DeepCopy()
+			if p.Annotations == nil {
+				p.Annotations = map[string]string{}
+			}
+			p.Annotations[ConfigSourceAnnotationKey] = source
+			p.Annotations[ConfigFirstSeenAnnotationKey] = m.now().Format(time.RFC3339Nano)
+			cur[p.UID] = p
+			adds = append(adds, p)
 			continue
 		}
 		cur[ref.UID] = existing
-		// What the merger has already seen needs no comparison: the same
-		// object again, or, from the API server, the same resource version.
-		if ref == existing || (source == APIServerSourceName && ref.ResourceVersion != "" && ref.ResourceVersion == existing.ResourceVersion) {
+		// What the merger has already seen needs no comparison: from the
+		// API server, the same resource version is the same object.
+		if source == APIServerSourceName && ref.ResourceVersion != "" && ref.ResourceVersion == existing.ResourceVersion {
 			continue
 		}
 		existing.ResourceVersion = ref.ResourceVersion

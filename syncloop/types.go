@@ -110,8 +110,9 @@ type Handler interface {
 }
 
 // SetFunc replaces the full set of pods of one source (a snapshot). It never
-// blocks and may be called from any goroutine; the pods passed become owned
-// by the loop (it annotates them).
+// blocks and may be called from any goroutine. The loop never modifies the
+// pods passed and may keep parts of them: a source replaces a pod that
+// changes rather than modifying it, as an informer's store does.
 type SetFunc func(ctx context.Context, pods []*v1.Pod)
 
 // Source produces snapshots of the pods of one configuration source.

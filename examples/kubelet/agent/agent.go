@@ -391,7 +391,15 @@ func newServiceInformer(client kubernetes.Interface) cache.SharedIndexInformer {
 		ListWithContextFunc:  func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return svcs.List(ctx, o) },
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return svcs.Watch(ctx, o) },
 	}
-	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &v1.Service{}, 0, cache.Indexers{})
+	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &v1.Service{}, 0, cache.Indexers{})
+	// Only names, ports and cluster IPs are read.
+	_ = inf.SetTransform(func(obj any) (any, error) {
+		if s, ok := obj.(*v1.Service); ok {
+			s.ManagedFields = nil
+		}
+		return obj, nil
+	})
+	return inf
 }
 
 // serviceList lists the services the informer holds.
