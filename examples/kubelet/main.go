@@ -26,6 +26,8 @@ import (
 	"strings"
 	"syscall"
 
+	"google.golang.org/grpc/experimental"
+	"google.golang.org/grpc/mem"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -39,6 +41,10 @@ import (
 var embeddedPod []byte
 
 func main() {
+	// gRPC's default buffer pool goes from 32 KiB to 1 MiB buffers: each
+	// relist of a hundred containers (a 40 KiB answer) would take, clear and
+	// keep a 1 MiB buffer. Finer tiers, set before any connection exists.
+	experimental.SetDefaultBufferPool(mem.NewTieredBufferPool(256, 4<<10, 16<<10, 32<<10, 64<<10, 128<<10, 256<<10, 512<<10, 1<<20))
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "kubelet:", err)
 		os.Exit(1)
