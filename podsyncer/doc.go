@@ -46,8 +46,9 @@
 // and set on the podstatus.Manager, which writes it.
 // Config.InitContainers learns when regular init containers start and
 // end, for the pod startup SLI (podstartup).
-// SyncTerminatingPod stops every container (preStop hooks, sidecars after
-// the app containers) and SyncTerminatedPod removes the sandboxes of a pod
+// SyncTerminatingPod stops the pod's liveness and startup probes, then
+// every container (preStop hooks, sidecars after the app containers), and
+// SyncTerminatedPod removes the sandboxes of a pod
 // being deleted and tears its volumes down.
 //
 // # Host duties

@@ -409,6 +409,24 @@ type fakeProbes struct {
 	unready    map[string]bool
 	liveness   map[string]bool
 	startup    map[string]bool
+	stopped    []types.UID // pods whose liveness and startup probes were stopped
+	onStop     func()      // called by StopLivenessAndStartup, if set
+}
+
+func (p *fakeProbes) StopLivenessAndStartup(pod *v1.Pod) {
+	p.mu.Lock()
+	p.stopped = append(p.stopped, pod.UID)
+	onStop := p.onStop
+	p.mu.Unlock()
+	if onStop != nil {
+		onStop()
+	}
+}
+
+func (p *fakeProbes) stoppedPods() []types.UID {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.stopped)
 }
 
 func newFakeProbes() *fakeProbes {

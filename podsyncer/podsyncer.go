@@ -78,6 +78,11 @@ type Probes interface {
 	ContainerState(pod *v1.Pod, container, id string) (started, livenessFailed, startupFailed bool)
 	// UpdatePodStatus sets Ready and Started on the container statuses.
 	UpdatePodStatus(ctx context.Context, pod *v1.Pod, status *v1.PodStatus)
+	// StopLivenessAndStartup stops the liveness and startup probes of a
+	// pod whose containers are about to be stopped; readiness goes on. The
+	// kubelet does so before it kills a terminating pod: no probe runs into
+	// a container being stopped, and no failure restarts it.
+	StopLivenessAndStartup(pod *v1.Pod)
 }
 
 // Node is what a pod's environment, hooks and status need from the node.

@@ -107,6 +107,8 @@ func (readyWhenRunning) ContainerState(*v1.Pod, string, string) (bool, bool, boo
 	return true, false, false
 }
 
+func (readyWhenRunning) StopLivenessAndStartup(*v1.Pod) {}
+
 func (readyWhenRunning) UpdatePodStatus(_ context.Context, _ *v1.Pod, s *v1.PodStatus) {
 	for _, list := range [][]v1.ContainerStatus{s.InitContainerStatuses, s.ContainerStatuses} {
 		for i := range list {

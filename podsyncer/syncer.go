@@ -680,10 +680,14 @@ func gracePeriod(pod *v1.Pod) int64 {
 	return v1.DefaultTerminationGracePeriodSeconds
 }
 
-// SyncTerminatingPod implements podworkers.Syncer: every container is
-// stopped (preStop hooks first, sidecars after the app containers) within
-// grace seconds, and the pod's status written with a final phase.
+// SyncTerminatingPod implements podworkers.Syncer: the pod's liveness and
+// startup probes are stopped, then every container (preStop hooks first,
+// sidecars after the app containers) within grace seconds, and the pod's
+// status written with a final phase.
 func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, grace int64, statusFn podworkers.StatusFunc) error {
+	if s.probes != nil {
+		s.probes.StopLivenessAndStartup(pod)
+	}
 	rtp, err := s.runtimeState(ctx, pod.UID, false)
 	if err != nil {
 		return err

@@ -1079,6 +1079,21 @@ func TestSyncPodReadsPLEG(t *testing.T) {
 	assert.Equal(t, v1.ConditionFalse, podCondition(t, h.podStatus(pod), v1.PodReadyToStartContainers).Status)
 }
 
+// A terminating pod's liveness and startup probes stop before its
+// containers do, as in the kubelet's SyncTerminatingPod: no probe execs into
+// a container being stopped, and no failure restarts it.
+func TestSyncTerminatingPodStopsLivenessFirst(t *testing.T) {
+	h := newHarness(t)
+	pod := newPod("probed", ctr("app", appV1))
+	h.mustSync(pod)
+	stopsBefore := -1
+	h.probes.onStop = func() { stopsBefore = h.sim.Calls("StopContainer") }
+	require.NoError(t, h.terminate(pod, 30, nil))
+	assert.Equal(t, []types.UID{pod.UID}, h.probes.stoppedPods())
+	assert.Equal(t, 0, stopsBefore, "probes stopped before the containers")
+	assert.Equal(t, 1, h.sim.Calls("StopContainer"))
+}
+
 // SyncTerminatingPod runs preStop hooks within the grace period; the
 // runtime gets what is left of it to stop the container.
 func TestSyncTerminatingPodPreStopWithinGrace(t *testing.T) {
