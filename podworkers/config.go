@@ -79,6 +79,20 @@ type Config struct {
 	// Clock provides Now for timestamps and the work queue; default the real
 	// clock. The workers never sleep or start timers.
 	Clock clock.PassiveClock
+	// LookupPod, if set, lets the workers drop the pod of an idle worker:
+	// after a successful sync of a running pod with nothing pending, the
+	// worker keeps only the pod's name, namespace and grace periods, and
+	// when it next needs the pod without being handed one (Resync, an
+	// orphan's termination by SyncKnownPods, a kill without a pod) it asks
+	// LookupPod for the latest pod with that UID. A nil answer (the pod left
+	// its source) makes the worker act on a pod of that name, namespace,
+	// UID and grace periods only. A host that keeps pods in a compact form
+	// (virtualnode keeps them encoded) so holds no decoded pod per idle pod;
+	// it should hand the pod with every UpdatePod, a resync's included. It
+	// is called with the workers' lock held: it must be quick and must not
+	// call the Workers. Nil (the default, as the kubelet) keeps every pod.
+	LookupPod func(uid types.UID) *v1.Pod
+
 	// Recorder receives a FailedSync warning when the status barrier fails;
 	// nil means no events.
 	Recorder record.EventRecorder

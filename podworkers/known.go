@@ -3,7 +3,6 @@ package podworkers
 import (
 	"context"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
@@ -41,9 +40,12 @@ func (w *Workers) SyncKnownPods(ctx context.Context, desired sets.Set[types.UID]
 		if upd == nil {
 			upd = st.pending
 		}
-		if upd != nil && upd.Pod != nil {
+		switch {
+		case upd != nil && upd.Pod != nil:
 			ws.HasConfig = true
 			ws.Static = w.cfg.IsStatic(upd.Pod)
+		case upd == st.active && st.released != nil:
+			ws.HasConfig, ws.Static = true, st.released.static
 		}
 		known[uid] = ws
 	}
@@ -66,11 +68,7 @@ func (w *Workers) removeIfDone(logger klog.Logger, st *podState, orphan bool) bo
 			logger.V(4).Info("Pod is orphaned and has not been started")
 		case !st.terminationRequested():
 			st.terminatingAt = w.cfg.Clock.Now()
-			var pod *v1.Pod
-			if st.active != nil {
-				pod = st.active.Pod
-			}
-			st.grace, _ = effectiveGracePeriod(st.grace, pod, nil)
+			st.grace, _ = effectiveGracePeriod(st.grace, st.pod(w.cfg.LookupPod), nil)
 			w.requeueLast(st)
 			if st.cancel != nil {
 				st.cancel()

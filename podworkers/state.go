@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -22,6 +24,10 @@ type podState struct {
 	// runtime pod); it is replayed by resyncs and phase transitions. It is
 	// nil until the pod starts.
 	active *Update
+	// released is set while the pod of an idle worker is dropped
+	// (Config.LookupPod; active.Pod is then nil): what the workers need of
+	// it when the host no longer has it.
+	released *podStub
 	// working is true while a goroutine owns the pod or it sits in the
 	// runnable queue; at most one owner exists at a time.
 	working bool
@@ -87,8 +93,65 @@ func (s *podState) merge(u *Update) {
 	if a.Pod == nil || u.RunningPod == nil {
 		a.Pod = u.Pod
 	}
+	if a.Pod != nil {
+		s.released = nil
+	}
 	a.RunningPod = u.RunningPod
 	if u.MirrorPod != nil {
 		a.MirrorPod = u.MirrorPod
+	}
+}
+
+// podStub is what a worker keeps of a pod it dropped (Config.LookupPod).
+type podStub struct {
+	name, namespace  string
+	terminationGrace *int64
+	deletionGrace    *int64
+	static           bool
+}
+
+// release drops the pod of an idle worker, keeping its stub. Called with
+// mu held.
+func (s *podState) release(static bool) {
+	a := s.active
+	if a == nil || a.Pod == nil {
+		return
+	}
+	p := a.Pod
+	s.released = &podStub{name: p.Name, namespace: p.Namespace, static: static,
+		terminationGrace: p.Spec.TerminationGracePeriodSeconds, deletionGrace: p.DeletionGracePeriodSeconds}
+	a.Pod = nil
+}
+
+// hasPod reports whether the worker has a pod, kept or dropped.
+func (s *podState) hasPod() bool {
+	return s.active != nil && (s.active.Pod != nil || s.released != nil)
+}
+
+// pod returns the worker's pod: the one it keeps, or for a dropped one the
+// latest from lookup, or a pod built from its stub. Called with mu held.
+func (s *podState) pod(lookup func(types.UID) *v1.Pod) *v1.Pod {
+	switch {
+	case s.active == nil:
+		return nil
+	case s.active.Pod != nil || s.released == nil:
+		return s.active.Pod
+	}
+	if p := lookup(s.uid); p != nil && p.UID == s.uid {
+		return p
+	}
+	r := s.released
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: r.name, Namespace: r.namespace, UID: s.uid,
+		DeletionGracePeriodSeconds: r.deletionGrace}}
+	p.Spec.TerminationGracePeriodSeconds = r.terminationGrace
+	return p
+}
+
+// hydrate gives a worker whose pod was dropped its pod back for a sync.
+// Called with mu held.
+func (s *podState) hydrate(lookup func(types.UID) *v1.Pod) {
+	if s.active != nil && s.active.Pod == nil && s.released != nil {
+		s.active.Pod = s.pod(lookup)
+		s.released = nil
 	}
 }

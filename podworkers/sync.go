@@ -60,6 +60,7 @@ func (w *Workers) begin(ctx context.Context, st *podState) *unit {
 		st.startedAt = w.cfg.Clock.Now()
 	}
 	st.merge(upd)
+	st.hydrate(w.cfg.LookupPod)
 	if work == StateTerminating && !st.startedTerminating {
 		logger.V(4).Info("Pod worker has observed request to terminate")
 		st.startedTerminating = true
@@ -186,6 +187,9 @@ func (w *Workers) finish(u *unit, terminal bool, err error) bool {
 		transition = true
 	default:
 		w.due[st.uid] = now.Add(jitter(w.cfg.ResyncInterval, w.cfg.ResyncJitter, w.cfg.Rand()))
+		if w.cfg.LookupPod != nil && st.pending == nil && st.active != nil && st.active.Pod != nil {
+			st.release(w.cfg.IsStatic(st.active.Pod))
+		}
 	}
 	if transition {
 		delete(w.due, st.uid)

@@ -76,8 +76,8 @@ func (w *Workers) UpdatePod(ctx context.Context, u Update) error {
 		switch {
 		case st.pending != nil && st.pending.Pod != nil:
 			u.Pod, u.RunningPod = st.pending.Pod, nil
-		case st.active != nil && st.active.Pod != nil:
-			u.Pod, u.RunningPod = st.active.Pod, nil
+		case st.hasPod():
+			u.Pod, u.RunningPod = st.pod(w.cfg.LookupPod), nil
 		}
 	}
 

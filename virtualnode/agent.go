@@ -92,7 +92,7 @@ func newAgent(cfg Config, pods *podCache) (*Agent, error) {
 	a.pods = a.cache.inf
 	a.syncer = &syncer{cfg: &a.cfg, cache: a.cache, hostIP: a.hostIP, yield: a.yieldToLeases}
 	a.workers, err = podworkers.New(podworkers.Config{Syncer: a.syncer, MaxConcurrentSyncs: cfg.MaxConcurrentSyncs,
-		ResyncInterval: cfg.PodResyncInterval, Clock: cfg.Clock, Registerer: cfg.Registerer})
+		ResyncInterval: cfg.PodResyncInterval, LookupPod: a.lookupPod, Clock: cfg.Clock, Registerer: cfg.Registerer})
 	if err != nil {
 		return nil, fmt.Errorf("virtualnode: podworkers: %w", err)
 	}

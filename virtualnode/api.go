@@ -182,8 +182,8 @@ func (l *lazyListener) Addr() net.Addr {
 }
 
 // agentPods is the kubelet API's view of the agent's pods: those of the
-// informer bound to a managed node, each with the last status the agent
-// reported. The pods are shared: read only.
+// informer bound to a managed node, each decoded with the last status the
+// agent reported.
 type agentPods struct{ a *Agent }
 
 func (p agentPods) GetPodByName(namespace, name string) (*v1.Pod, bool) {
@@ -191,8 +191,12 @@ func (p agentPods) GetPodByName(namespace, name string) (*v1.Pod, bool) {
 	if err != nil || !ok {
 		return nil, false
 	}
-	pod, ok := obj.(*v1.Pod)
-	if !ok || !p.a.isManaged(pod) {
+	e := entryOf(obj)
+	if e == nil || !p.a.managesNode(e.node) {
+		return nil, false
+	}
+	pod := e.decode()
+	if pod == nil {
 		return nil, false
 	}
 	return p.a.cache.withStatus(pod), true
@@ -204,7 +208,7 @@ func (p agentPods) GetPods() []*v1.Pod {
 	for _, n := range p.a.nodes {
 		objs, _ := idx.ByIndex(byNode, n.name)
 		for _, o := range objs {
-			if pod, ok := o.(*v1.Pod); ok {
+			if pod := entryOf(o).decode(); pod != nil {
 				pods = append(pods, p.a.cache.withStatus(pod))
 			}
 		}

@@ -37,9 +37,13 @@
 //     and patched (strategic merge, UID precondition) only when that
 //     differs. The agent keeps the API's status of each pod in protobuf
 //     form beside the informer (a byte comparison per sync, and nothing for
-//     the garbage collector to scan); with TrimPodStatus the informer's pods
-//     keep only the few status fields a provider adopting a pod reads. Pods
-//     of nodes the agent does not serve are kept as names only.
+//     the garbage collector to scan). The informer itself keeps each pod of
+//     a managed node encoded too, decoded for each event and sync (with
+//     TrimPodStatus with only the few status fields a provider adopting a
+//     pod reads), and the workers drop the pod of an idle worker
+//     (podworkers.Config.LookupPod): a pod at rest costs its encoding, not
+//     a decoded v1.Pod. Pods of nodes the agent does not serve are kept as
+//     names only. Every pod a Provider method gets is its own copy.
 //   - The same loop polls podworkers' due pods every second and runs
 //     housekeeping (SyncKnownPods) every two, like the kubelet's sync loop,
 //     but only when the informer delivered a pod change since the last

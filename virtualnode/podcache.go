@@ -2,6 +2,7 @@ package virtualnode
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -14,14 +15,20 @@ import (
 )
 
 // podCache is the pod informer of an Agent (or shared by a Sharded's
-// agents) and, beside it, the status the API server has for each pod of a
-// managed node as far as the agent knows: the protobuf encoding of the
+// agents). The informer keeps a podEntry per pod, not the decoded pod: of a
+// pod of a managed node its protobuf encoding, decoded when the agent needs
+// the pod (an event, a resync, the kubelet API); of a pod of another node
+// its identity only. With podworkers' LookupPod no decoded pod stays behind
+// between syncs: a pod at rest costs its encoding (a few hundred bytes for
+// a small pod) rather than a v1.Pod (1.2 KB for the struct alone, before
+// its contents).
+//
+// Beside the informer it keeps the status the API server has for each pod
+// of a managed node as far as the agent knows: the protobuf encoding of the
 // status of the latest informer event, or of the agent's own patch since.
 // Equal statuses encode equally (map keys in order, times as instants), so
-// "report or not" is a byte comparison, and an encoding is about a third of
-// the memory of the decoded status, with nothing in it for the garbage
-// collector to scan. That lets the informer's pods do without most of their
-// status (Config.TrimPodStatus).
+// "report or not" is a byte comparison. That lets the encoded pods do
+// without most of their status (Config.TrimPodStatus).
 type podCache struct {
 	inf     cache.SharedIndexInformer
 	managed func(nodeName string) bool
@@ -33,10 +40,42 @@ type podCache struct {
 	keys map[types.UID]string
 }
 
+// podEntry is what the informer keeps of a pod. It satisfies
+// metav1.ObjectMetaAccessor, which the informer's key function and its
+// resync detection use.
+type podEntry struct {
+	namespace, name, resourceVersion string
+	uid                              types.UID
+	node                             string
+	phase                            v1.PodPhase
+	deleting                         bool // the pod has a deletion timestamp
+	// enc is the protobuf encoding of the pod the agent hands out (a pod
+	// of a managed node; nil otherwise).
+	enc []byte
+}
+
+// GetObjectMeta implements metav1.ObjectMetaAccessor.
+func (e *podEntry) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{Namespace: e.namespace, Name: e.name, UID: e.uid, ResourceVersion: e.resourceVersion}
+}
+
+// decode returns the pod of a managed node's entry, or nil (a pod of
+// another node, or an encoding that does not decode, which cannot happen
+// for one the cache made).
+func (e *podEntry) decode() *v1.Pod {
+	if e == nil || e.enc == nil {
+		return nil
+	}
+	p := &v1.Pod{}
+	if p.Unmarshal(e.enc) != nil {
+		return nil
+	}
+	return p
+}
+
 // newPodCache watches every pod bound to some node (one watch for all
 // virtual nodes: a field selector cannot name several nodes); the handlers
-// and the desired set filter on the managed names. Pods of other nodes are
-// kept as their names and node only.
+// and the desired set filter on the managed names.
 func newPodCache(cfg Config, managed func(nodeName string) bool) *podCache {
 	sel := fields.OneTermNotEqualSelector("spec.nodeName", "").String()
 	pods := cfg.Client.CoreV1().Pods(v1.NamespaceAll)
@@ -54,8 +93,8 @@ func newPodCache(cfg Config, managed func(nodeName string) bool) *podCache {
 	// clientsets have none).
 	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, cfg.Client), &v1.Pod{}, 0, cache.Indexers{
 		byNode: func(obj any) ([]string, error) {
-			if p, ok := obj.(*v1.Pod); ok {
-				return []string{p.Spec.NodeName}, nil
+			if e, ok := obj.(*podEntry); ok {
+				return []string{e.node}, nil
 			}
 			return nil, nil
 		},
@@ -63,47 +102,43 @@ func newPodCache(cfg Config, managed func(nodeName string) bool) *podCache {
 	c := &podCache{inf: inf, managed: managed, status: map[types.UID][]byte{}, keys: map[types.UID]string{}}
 	_ = inf.SetTransform(func(obj any) (any, error) {
 		if p, ok := obj.(*v1.Pod); ok {
-			return c.transform(p, cfg.TrimPodStatus), nil
+			return c.transform(p, cfg.TrimPodStatus)
 		}
 		return obj, nil
 	})
 	// Registered before the informer runs: no event is missed.
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		if p, ok := obj.(*v1.Pod); ok {
-			c.forget(p.UID)
+		if e := entryOf(obj); e != nil {
+			c.forget(e.uid)
 		}
 	}})
 	return c
 }
 
-// transform returns what the informer keeps of p: never managed fields; of
-// a pod of another node its identity only; of a managed pod its status
-// recorded in encoded form, and with trim only the status fields the agent
-// and a provider adopting a running pod read.
-//
-// The decoded object may be shared with the client (fake clientsets hand out
-// their stored objects): it is copied, never modified.
-func (c *podCache) transform(p *v1.Pod, trim bool) *v1.Pod {
+// entryOf returns the entry an informer handler was given, or nil.
+func entryOf(obj any) *podEntry {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	e, _ := obj.(*podEntry)
+	return e
+}
+
+// transform returns the entry the informer keeps of p: of a pod of another
+// node its identity; of a managed pod also its encoding, without managed
+// fields and, with trim, with only the status fields the agent and a
+// provider adopting a running pod read, and its status recorded in encoded
+// form. p is not modified.
+func (c *podCache) transform(p *v1.Pod, trim bool) (*podEntry, error) {
+	e := &podEntry{namespace: p.Namespace, name: p.Name, resourceVersion: p.ResourceVersion, uid: p.UID,
+		node: p.Spec.NodeName, phase: p.Status.Phase, deleting: p.DeletionTimestamp != nil}
 	if !c.managed(p.Spec.NodeName) {
-		return &v1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
-				DeletionTimestamp: p.DeletionTimestamp},
-			Spec: v1.PodSpec{NodeName: p.Spec.NodeName},
-		}
+		return e, nil
 	}
-	enc, err := p.Status.Marshal()
-	key, keyErr := cache.MetaNamespaceKeyFunc(p)
-	c.mu.Lock()
-	if err == nil {
-		c.status[p.UID] = enc
+	st, err := p.Status.Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("virtualnode: encode status of pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
-	if _, ok := c.keys[p.UID]; !ok && keyErr == nil {
-		c.keys[p.UID] = key
-	}
-	c.mu.Unlock()
 	q := *p
 	q.ManagedFields = nil
 	if trim {
@@ -111,7 +146,20 @@ func (c *podCache) transform(p *v1.Pod, trim bool) *v1.Pod {
 		q.Status = v1.PodStatus{Phase: s.Phase, Reason: s.Reason, QOSClass: s.QOSClass, StartTime: s.StartTime,
 			PodIP: s.PodIP, PodIPs: s.PodIPs, HostIP: s.HostIP, HostIPs: s.HostIPs}
 	}
-	return &q
+	if e.enc, err = q.Marshal(); err != nil {
+		return nil, fmt.Errorf("virtualnode: encode pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	key, err := cache.MetaNamespaceKeyFunc(p)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.status[p.UID] = st
+	if _, ok := c.keys[p.UID]; !ok {
+		c.keys[p.UID] = key
+	}
+	c.mu.Unlock()
+	return e, nil
 }
 
 // lastStatus returns the encoded status the API server has for uid, as far
@@ -153,8 +201,8 @@ func (c *podCache) withStatus(pod *v1.Pod) *v1.Pod {
 	return &p
 }
 
-// pod returns the informer's copy of a managed pod, or nil.
-func (c *podCache) pod(uid types.UID) *v1.Pod {
+// entry returns the informer's entry of a managed pod, or nil.
+func (c *podCache) entry(uid types.UID) *podEntry {
 	c.mu.Lock()
 	key, ok := c.keys[uid]
 	c.mu.Unlock()
@@ -165,8 +213,14 @@ func (c *podCache) pod(uid types.UID) *v1.Pod {
 	if err != nil || !ok {
 		return nil
 	}
-	if p, _ := obj.(*v1.Pod); p != nil && p.UID == uid { // not one recreated under the name
-		return p
+	if e, _ := obj.(*podEntry); e != nil && e.uid == uid && e.enc != nil { // not one recreated under the name
+		return e
 	}
 	return nil
+}
+
+// pod returns the latest pod of a managed node with that UID, decoded
+// afresh (the caller may keep it), or nil. It is podworkers' LookupPod.
+func (c *podCache) pod(uid types.UID) *v1.Pod {
+	return c.entry(uid).decode()
 }

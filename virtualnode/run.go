@@ -110,8 +110,12 @@ func (a *Agent) Run(ctx context.Context) error {
 // onPod delivers an added or updated pod of a managed node to the workers.
 func (a *Agent) onPod(ctx context.Context, obj any, t podworkers.UpdateType) {
 	a.podEvents.Add(1)
-	pod, ok := obj.(*v1.Pod)
-	if !ok || !a.isManaged(pod) {
+	e := entryOf(obj)
+	if e == nil || !a.managesNode(e.node) {
+		return
+	}
+	pod := e.decode()
+	if pod == nil {
 		return
 	}
 	a.dispatch.Lock()
@@ -125,11 +129,12 @@ func (a *Agent) onPod(ctx context.Context, obj any, t podworkers.UpdateType) {
 // own final delete, when the pod is already finished and this is a no-op).
 func (a *Agent) onPodDeleted(ctx context.Context, obj any) {
 	a.podEvents.Add(1)
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
+	e := entryOf(obj)
+	if e == nil || !a.managesNode(e.node) {
+		return
 	}
-	pod, ok := obj.(*v1.Pod)
-	if !ok || !a.isManaged(pod) {
+	pod := e.decode()
+	if pod == nil {
 		return
 	}
 	a.dispatch.Lock()
@@ -139,15 +144,24 @@ func (a *Agent) onPodDeleted(ctx context.Context, obj any) {
 	}
 }
 
-func (a *Agent) isManaged(pod *v1.Pod) bool {
-	_, ok := a.managed[pod.Spec.NodeName]
+func (a *Agent) managesNode(name string) bool {
+	_, ok := a.managed[name]
 	return ok
+}
+
+// lookupPod is the workers' LookupPod: the latest pod of a managed node
+// with that UID, decoded afresh, or nil.
+func (a *Agent) lookupPod(uid types.UID) *v1.Pod {
+	if e := a.cache.entry(uid); e != nil && a.managesNode(e.node) {
+		return e.decode()
+	}
+	return nil
 }
 
 // sync asks for a sync of uid with its latest pod, or a resync of the last
 // known one if the pod left the informer.
 func (a *Agent) sync(ctx context.Context, uid types.UID) {
-	if pod := a.cache.pod(uid); pod != nil && a.isManaged(pod) {
+	if pod := a.lookupPod(uid); pod != nil {
 		_ = a.workers.UpdatePod(ctx, podworkers.Update{Type: podworkers.UpdateSync, Pod: pod})
 		return
 	}
@@ -238,18 +252,20 @@ func (a *Agent) housekeeping(ctx context.Context) {
 	// One pass over the informer's list: cheaper than a by-node index
 	// lookup per virtual node, each of which builds a set and a list.
 	objs := a.pods.GetIndexer().List()
-	pods := make([]*v1.Pod, 0, len(objs))
+	var mine []*podEntry
 	desired := make(sets.Set[types.UID], len(objs))
 	for _, o := range objs {
-		if p, ok := o.(*v1.Pod); ok && a.isManaged(p) {
-			pods = append(pods, p)
-			desired.Insert(p.UID)
+		if e, ok := o.(*podEntry); ok && a.managesNode(e.node) {
+			mine = append(mine, e)
+			desired.Insert(e.uid)
 		}
 	}
 	known := a.workers.SyncKnownPods(ctx, desired)
-	for _, p := range pods {
-		if _, ok := known[p.UID]; !ok {
-			_ = a.workers.UpdatePod(ctx, podworkers.Update{Type: podworkers.UpdateCreate, Pod: p})
+	for _, e := range mine {
+		if _, ok := known[e.uid]; !ok {
+			if pod := e.decode(); pod != nil {
+				_ = a.workers.UpdatePod(ctx, podworkers.Update{Type: podworkers.UpdateCreate, Pod: pod})
+			}
 		}
 	}
 }

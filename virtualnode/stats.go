@@ -33,8 +33,12 @@ func (a *Agent) nodeSummary(ctx context.Context, node string) (*statsapi.Summary
 	var nanoCores, coreNanos, workingSet uint64
 	sum := &statsapi.Summary{Node: statsapi.NodeStats{NodeName: node, StartTime: metav1.NewTime(a.started)}}
 	for _, o := range objs {
-		pod, ok := o.(*v1.Pod)
-		if !ok || pod.Status.Phase != v1.PodRunning {
+		e := entryOf(o)
+		if e == nil || e.phase != v1.PodRunning {
+			continue
+		}
+		pod := e.decode()
+		if pod == nil {
 			continue
 		}
 		ps, err := sp.PodStats(ctx, pod)

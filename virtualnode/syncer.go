@@ -70,10 +70,11 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error {
 	if _, err := s.report(ctx, pod, nil); err != nil {
 		return err
 	}
-	if latest := s.cache.pod(pod.UID); latest != nil && latest.DeletionTimestamp != nil {
-		pod = latest
+	deleting := pod.DeletionTimestamp != nil
+	if e := s.cache.entry(pod.UID); e != nil && e.deleting {
+		deleting = true // the deletion came after the pod the workers had
 	}
-	if pod.DeletionTimestamp != nil {
+	if deleting {
 		uid := pod.UID
 		s.beforeWrite(ctx)
 		err := s.cfg.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name,
@@ -105,11 +106,7 @@ func (s *syncer) report(ctx context.Context, pod *v1.Pod, statusFn podworkers.St
 	if ip := s.hostIP(pod.Spec.NodeName); ip != "" {
 		st.HostIP, st.HostIPs = ip, []v1.HostIP{{IP: ip}}
 	}
-	current := pod
-	if latest := s.cache.pod(pod.UID); latest != nil {
-		current = latest
-	}
-	st.QOSClass = current.Status.QOSClass
+	st.QOSClass = pod.Status.QOSClass
 	enc, err := st.Marshal()
 	if err != nil {
 		return nil, fmt.Errorf("encode status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -118,14 +115,14 @@ func (s *syncer) report(ctx context.Context, pod *v1.Pod, statusFn podworkers.St
 	if ok && bytes.Equal(last, enc) {
 		return st, nil // the steady state: no decoding
 	}
-	found := current.Status
+	found := pod.Status
 	if ok {
 		found = v1.PodStatus{}
 		if err := found.Unmarshal(last); err != nil {
 			return nil, fmt.Errorf("decode last status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 	}
-	withFound := *current
+	withFound := *pod
 	withFound.Status = found
 	merged := podstatus.Merge(&withFound, found, *st, false, metav1.NewTime(s.cfg.Clock.Now()))
 	// The provider owns the other conditions it reports (Merge keeps only

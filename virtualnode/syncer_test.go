@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -42,7 +43,9 @@ func cacheOf(t *testing.T, cs *fake.Clientset, trim bool, pods ...*v1.Pod) *podC
 	t.Helper()
 	c := newPodCache(Config{Client: cs, TrimPodStatus: trim}, func(node string) bool { return node == "vn-0" })
 	for _, p := range pods {
-		require.NoError(t, c.inf.GetIndexer().Add(c.transform(p, trim)))
+		e, err := c.transform(p, trim)
+		require.NoError(t, err)
+		require.NoError(t, c.inf.GetIndexer().Add(e))
 	}
 	return c
 }
@@ -125,28 +128,43 @@ func TestPodCacheKeepsLittleOfOtherNodesPods(t *testing.T) {
 	other.Labels = map[string]string{"app": "x"}
 	other.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m"}}
 	c := cacheOf(t, fake.NewClientset(), false)
-	got := c.transform(other, false)
-	require.Equal(t, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: other.Name, Namespace: other.Namespace, UID: other.UID,
-		ResourceVersion: other.ResourceVersion}, Spec: v1.PodSpec{NodeName: "real-node"}}, got)
+	got, err := c.transform(other, false)
+	require.NoError(t, err)
+	require.Equal(t, &podEntry{namespace: other.Namespace, name: other.Name, uid: other.UID,
+		resourceVersion: other.ResourceVersion, node: "real-node"}, got)
+	require.Nil(t, got.decode())
 	_, known := c.lastStatus(other.UID)
 	require.False(t, known)
 
 	mine := other.DeepCopy()
 	mine.Spec.NodeName = "vn-0"
 	mine.Status = v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.1.0.1", Conditions: []v1.PodCondition{{Type: v1.PodReady}}}
-	full := c.transform(mine, false)
-	require.Nil(t, full.ManagedFields)
-	require.Equal(t, mine.Status, full.Status)
+	full, err := c.transform(mine, false)
+	require.NoError(t, err)
+	require.Equal(t, v1.PodRunning, full.phase)
+	decoded := full.decode()
+	require.Nil(t, decoded.ManagedFields)
+	require.Equal(t, mine.Status, decoded.Status)
+	require.Equal(t, mine.Labels, decoded.Labels)
 	require.NotNil(t, mine.ManagedFields, "the client's object is not modified")
-	trimmed := c.transform(mine, true)
-	require.Equal(t, v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.1.0.1"}, trimmed.Status)
+	trimmed, err := c.transform(mine, true)
+	require.NoError(t, err)
+	require.Equal(t, v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.1.0.1"}, trimmed.decode().Status)
+	key, err := cache.MetaNamespaceKeyFunc(trimmed)
+	require.NoError(t, err)
+	require.Equal(t, mine.Namespace+"/"+mine.Name, key, "the informer's key of an entry")
 
-	// Found by UID; not once another pod took its name.
+	// Found by UID, each time a pod of its own; not once another pod took
+	// its name.
 	require.NoError(t, c.inf.GetIndexer().Add(trimmed))
-	require.Same(t, trimmed, c.pod(mine.UID))
+	a, b := c.pod(mine.UID), c.pod(mine.UID)
+	require.Equal(t, a, b)
+	require.NotSame(t, a, b)
 	again := mine.DeepCopy()
 	again.UID = "recreated"
-	require.NoError(t, c.inf.GetIndexer().Update(c.transform(again, true)))
+	recreated, err := c.transform(again, true)
+	require.NoError(t, err)
+	require.NoError(t, c.inf.GetIndexer().Update(recreated))
 	require.Nil(t, c.pod(mine.UID))
 	require.NotNil(t, c.pod("recreated"))
 	c.forget("recreated")

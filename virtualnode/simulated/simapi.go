@@ -183,7 +183,7 @@ func (s *Provider) ContainerLogs(ctx context.Context, pod *v1.Pod, container str
 		_, _ = stderr.Write(nil)
 	}
 	select {
-	case <-rec.ended:
+	case <-s.endedChan(rec):
 	case <-ctx.Done():
 		return nil
 	}

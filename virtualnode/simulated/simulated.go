@@ -83,18 +83,33 @@ type simPod struct {
 	killed   bool      // stopped at the end of the grace period
 	ip       string
 	timers   []clock.Timer
-	// ended is closed once the containers have ended (exited or stopped)
-	// or the pod is forgotten: log followers wait on it.
-	ended chan struct{}
+	// hasEnded is set once the containers have ended (exited or stopped)
+	// or the pod is forgotten; ended, made only when a log follower waits
+	// (endedChan), is closed then.
+	hasEnded bool
+	ended    chan struct{}
 }
 
-// markEnded closes ended once. Call with the simulator's lock held.
+// markEnded records the end and closes ended, once. Call with the
+// simulator's lock held.
 func (p *simPod) markEnded() {
-	select {
-	case <-p.ended:
-	default:
+	if !p.hasEnded && p.ended != nil {
 		close(p.ended)
 	}
+	p.hasEnded = true
+}
+
+// endedChan returns a channel closed once the containers have ended.
+func (s *Provider) endedChan(p *simPod) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p.ended == nil {
+		p.ended = make(chan struct{})
+		if p.hasEnded {
+			close(p.ended)
+		}
+	}
+	return p.ended
 }
 
 // New returns a simulated provider.
@@ -173,7 +188,7 @@ func (s *Provider) CreatePod(_ context.Context, pod *v1.Pod) error {
 		return nil
 	}
 	now := s.cfg.Clock.Now()
-	p := &simPod{created: now, readyAt: now.Add(s.cfg.ReadyDelay), exitCode: exitCode, ended: make(chan struct{})}
+	p := &simPod{created: now, readyAt: now.Add(s.cfg.ReadyDelay), exitCode: exitCode}
 	if st := pod.Status; st.Phase == v1.PodRunning && st.PodIP != "" && st.StartTime != nil {
 		// Adopted: it ran under another replica (a shard taken over), and
 		// runs on as it was, with its address and start time.

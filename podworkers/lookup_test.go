@@ -1,0 +1,130 @@
+package podworkers
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/ptr"
+)
+
+// podSource is a host's pod store for Config.LookupPod.
+type podSource struct {
+	mu    sync.Mutex
+	pods  map[types.UID]*v1.Pod
+	calls int
+}
+
+func (s *podSource) lookup(uid types.UID) *v1.Pod {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	return s.pods[uid]
+}
+
+func (s *podSource) set(p *v1.Pod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p == nil {
+		s.pods = map[types.UID]*v1.Pod{}
+		return
+	}
+	s.pods[p.UID] = p
+}
+
+func (s *podSource) lookups() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
+// kept returns the pod the worker of uid keeps and whether it dropped one.
+func kept(w *Workers, uid types.UID) (*v1.Pod, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st := w.pods[uid]
+	return st.active.Pod, st.released != nil
+}
+
+func TestLookupPodDropsIdlePods(t *testing.T) {
+	r := &recordingSyncer{}
+	src := &podSource{pods: map[types.UID]*v1.Pod{}}
+	w, _ := newTestWorkers(t, r, func(c *Config) { c.LookupPod = src.lookup })
+	ctx := context.Background()
+	version := func(rv string) *v1.Pod {
+		p := newPod("p", "web", rv)
+		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](7)
+		return p
+	}
+	p := version("1")
+	src.set(p)
+	apply(t, w, update(UpdateCreate, p))
+	w.ProcessPending(ctx)
+	require.Equal(t, []string{"sync:create:p:1"}, r.take())
+	pod, dropped := kept(w, "p")
+	require.Nil(t, pod, "an idle running pod is not kept")
+	require.True(t, dropped)
+	require.Zero(t, src.lookups(), "a pod handed with the update needs no lookup")
+
+	// A resync without a pod asks the host for the latest one.
+	src.set(version("2"))
+	require.NoError(t, w.Resync("p"))
+	w.ProcessPending(ctx)
+	require.Equal(t, []string{"sync:sync:p:2"}, r.take())
+	require.Equal(t, 1, src.lookups())
+	pod, dropped = kept(w, "p")
+	require.Nil(t, pod)
+	require.True(t, dropped, "dropped again after the sync")
+
+	// An update with its pod: no lookup.
+	apply(t, w, update(UpdateUpdate, version("3")))
+	w.ProcessPending(ctx)
+	require.Equal(t, []string{"sync:update:p:3"}, r.take())
+	require.Equal(t, 1, src.lookups())
+
+	// Gone from the host and from the desired set: the orphan terminates
+	// with the grace period of its last pod, as a pod of its name.
+	src.set(nil)
+	var terminated *v1.Pod
+	r.terminated = func(_ context.Context, pod *v1.Pod) error { terminated = pod; return nil }
+	known := w.SyncKnownPods(ctx, sets.New[types.UID]())
+	require.Equal(t, WorkerSync{State: StateTerminating, Orphan: true, HasConfig: true}, known["p"])
+	w.ProcessPending(ctx)
+	require.Equal(t, []string{"terminating:p:7", "terminated:p"}, r.take())
+	require.Equal(t, "web", terminated.Name)
+	require.Equal(t, "ns", terminated.Namespace)
+}
+
+func TestLookupPodRuntimeKillOfDroppedPod(t *testing.T) {
+	r := &recordingSyncer{}
+	src := &podSource{pods: map[types.UID]*v1.Pod{}}
+	w, _ := newTestWorkers(t, r, func(c *Config) { c.LookupPod = src.lookup })
+	ctx := context.Background()
+	p := newPod("p", "web", "1")
+	src.set(p)
+	apply(t, w, update(UpdateCreate, p))
+	w.ProcessPending(ctx)
+	r.take()
+	// A kill naming only the runtime pod acts on the pod the host has, not
+	// on the runtime pod (as it would for a kept pod).
+	apply(t, w, Update{Type: UpdateKill, RunningPod: &RuntimePod{UID: "p", Name: "web", Namespace: "ns"},
+		Kill: &KillOptions{GracePeriodOverride: ptr.To[int64](5)}})
+	w.ProcessPending(ctx)
+	require.Equal(t, []string{"terminating:p:5", "terminated:p"}, r.take())
+}
+
+func TestWithoutLookupPodPodsAreKept(t *testing.T) {
+	r := &recordingSyncer{}
+	w, _ := newTestWorkers(t, r)
+	ctx := context.Background()
+	p := newPod("p", "web", "1")
+	apply(t, w, update(UpdateCreate, p))
+	w.ProcessPending(ctx)
+	pod, dropped := kept(w, "p")
+	require.Same(t, p, pod)
+	require.False(t, dropped)
+}
