@@ -1,0 +1,71 @@
+package virtualnode
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
+)
+
+// benchPod is a Running one-container pod as the API server returns it
+// (defaults filled in), the shape of make bench-cluster's virtual pods.
+func benchPod() *v1.Pod {
+	at := metav1.NewTime(t0)
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p-00042", Namespace: "bench-virtualnodes", UID: "0b9d3f3e-6a43-4f57-9d2b-7d1c3f2f9a11",
+			ResourceVersion: "123456", CreationTimestamp: at},
+		Spec: v1.PodSpec{NodeName: "vn-0", RestartPolicy: v1.RestartPolicyAlways, DNSPolicy: v1.DNSClusterFirst,
+			TerminationGracePeriodSeconds: ptr.To[int64](30), ServiceAccountName: "default", DeprecatedServiceAccount: "default",
+			AutomountServiceAccountToken: ptr.To(false), SecurityContext: &v1.PodSecurityContext{}, SchedulerName: "default-scheduler",
+			Tolerations: []v1.Toleration{{Operator: v1.TolerationOpExists}}, Priority: ptr.To[int32](0), EnableServiceLinks: ptr.To(true),
+			PreemptionPolicy: ptr.To(v1.PreemptLowerPriority),
+			Containers: []v1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10", TerminationMessagePath: "/dev/termination-log",
+				TerminationMessagePolicy: v1.TerminationMessageReadFile, ImagePullPolicy: v1.PullIfNotPresent}}},
+		Status: v1.PodStatus{Phase: v1.PodRunning, QOSClass: v1.PodQOSBestEffort, StartTime: &at, PodIP: "10.64.0.43",
+			PodIPs: []v1.PodIP{{IP: "10.64.0.43"}}, HostIP: "172.16.0.1", HostIPs: []v1.HostIP{{IP: "172.16.0.1"}},
+			Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: at},
+				{Type: v1.ContainersReady, Status: v1.ConditionTrue, LastTransitionTime: at},
+				{Type: v1.PodInitialized, Status: v1.ConditionTrue, LastTransitionTime: at},
+				{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: at}},
+			ContainerStatuses: []v1.ContainerStatus{{Name: "app", Image: "registry.k8s.io/pause:3.10", Ready: true,
+				ImageID: "virtual://registry.k8s.io/pause:3.10", ContainerID: "virtual://0b9d3f3e/app", Started: ptr.To(true),
+				State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: at}}}}},
+	}
+}
+
+// BenchmarkPodCacheTransform is what a watch event of a managed pod costs
+// the informer: the entry with the pod and its status encoded.
+func BenchmarkPodCacheTransform(b *testing.B) {
+	c := newPodCache(Config{Client: fake.NewClientset(), TrimPodStatus: true}, func(string) bool { return true })
+	p := benchPod()
+	b.ReportAllocs()
+	var size int
+	for b.Loop() {
+		e, err := c.transform(p, true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = len(e.enc)
+	}
+	st, _ := c.lastStatus(p.UID)
+	b.ReportMetric(float64(size), "pod-bytes")
+	b.ReportMetric(float64(len(st)), "status-bytes")
+}
+
+// BenchmarkPodEntryDecode is what each sync, event delivery and lookup of
+// a pod at rest costs: decoding its entry.
+func BenchmarkPodEntryDecode(b *testing.B) {
+	c := newPodCache(Config{Client: fake.NewClientset(), TrimPodStatus: true}, func(string) bool { return true })
+	e, err := c.transform(benchPod(), true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if e.decode() == nil {
+			b.Fatal("no pod")
+		}
+	}
+}
