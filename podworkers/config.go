@@ -84,9 +84,10 @@ type Config struct {
 	// worker keeps only the pod's name, namespace and grace periods, and
 	// when it next needs the pod without being handed one (Resync, an
 	// orphan's termination by SyncKnownPods, a kill without a pod) it asks
-	// LookupPod for the latest pod with that UID. A nil answer (the pod left
-	// its source) makes the worker act on a pod of that name, namespace,
-	// UID and grace periods only. A host that keeps pods in a compact form
+	// LookupPod for the latest pod with that UID. On a nil answer (the pod
+	// left its source) a sync is skipped, never run without the pod's spec,
+	// and a termination acts on a pod of that name, namespace, UID and
+	// grace periods only. A host that keeps pods in a compact form
 	// (virtualnode keeps them encoded) so holds no decoded pod per idle pod;
 	// it should hand the pod with every UpdatePod, a resync's included. It
 	// is called with the workers' lock held: it must be quick and must not

@@ -86,9 +86,14 @@ func TestLookupPodDropsIdlePods(t *testing.T) {
 	require.Equal(t, []string{"sync:update:p:3"}, r.take())
 	require.Equal(t, 1, src.lookups())
 
-	// Gone from the host and from the desired set: the orphan terminates
-	// with the grace period of its last pod, as a pod of its name.
+	// Gone from the host: a resync does not sync a pod without its spec.
 	src.set(nil)
+	require.NoError(t, w.Resync("p"))
+	w.ProcessPending(ctx)
+	require.Empty(t, r.take())
+
+	// Gone from the desired set too: the orphan terminates with the grace
+	// period of its last pod, as a pod of its name.
 	var terminated *v1.Pod
 	r.terminated = func(_ context.Context, pod *v1.Pod) error { terminated = pod; return nil }
 	known := w.SyncKnownPods(ctx, sets.New[types.UID]())

@@ -140,6 +140,12 @@ func (s *podState) pod(lookup func(types.UID) *v1.Pod) *v1.Pod {
 	if p := lookup(s.uid); p != nil && p.UID == s.uid {
 		return p
 	}
+	return s.stub()
+}
+
+// stub builds a pod from what a worker kept of the pod it dropped: its
+// name, namespace, UID and grace periods. Called with mu held.
+func (s *podState) stub() *v1.Pod {
 	r := s.released
 	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: r.name, Namespace: r.namespace, UID: s.uid,
 		DeletionGracePeriodSeconds: r.deletionGrace}}
@@ -147,11 +153,17 @@ func (s *podState) pod(lookup func(types.UID) *v1.Pod) *v1.Pod {
 	return p
 }
 
-// hydrate gives a worker whose pod was dropped its pod back for a sync.
-// Called with mu held.
-func (s *podState) hydrate(lookup func(types.UID) *v1.Pod) {
-	if s.active != nil && s.active.Pod == nil && s.released != nil {
-		s.active.Pod = s.pod(lookup)
-		s.released = nil
+// hydrate gives a worker whose pod was dropped the latest pod from lookup
+// for a sync. It reports false, changing nothing, if lookup no longer has
+// the pod. Called with mu held.
+func (s *podState) hydrate(lookup func(types.UID) *v1.Pod) bool {
+	if s.active == nil || s.active.Pod != nil || s.released == nil {
+		return true
 	}
+	p := lookup(s.uid)
+	if p == nil || p.UID != s.uid {
+		return false
+	}
+	s.active.Pod, s.released = p, nil
+	return true
 }

@@ -60,7 +60,17 @@ func (w *Workers) begin(ctx context.Context, st *podState) *unit {
 		st.startedAt = w.cfg.Clock.Now()
 	}
 	st.merge(upd)
-	st.hydrate(w.cfg.LookupPod)
+	if !st.hydrate(w.cfg.LookupPod) {
+		if work == StateSyncing {
+			// A dropped pod that left its source: nothing to sync (a
+			// provider must not get a pod without its spec); SyncKnownPods
+			// or a kill terminates it.
+			logger.V(4).Info("Pod left its source, not syncing it")
+			st.working = false
+			return nil
+		}
+		st.active.Pod, st.released = st.stub(), nil // to terminate it
+	}
 	if work == StateTerminating && !st.startedTerminating {
 		logger.V(4).Info("Pod worker has observed request to terminate")
 		st.startedTerminating = true
