@@ -90,13 +90,18 @@ func TestRunTriggerPollingAndCleanup(t *testing.T) {
 	require.False(t, waiting, "a trigger not yet taken means Run is not waiting")
 	require.Equal(t, "a", waitFor(t, kills))
 
-	// Run now waits for the pod to be cleaned up, polling every second.
-	waitWaiters(t, e.clock)
+	// Run now waits for the pod to be cleaned up, polling every second:
+	// two timers, the timeout and the poll (one alone: Run is between
+	// them, and a step would miss the poll).
+	cleanupWait := func() { spinUntil(t, func() bool { return e.clock.Waiters() == 2 }) }
+	cleanupWait()
 	e.host.setPods(b)
 	e.step(time.Second)
-	waitWaiters(t, e.clock)
-	cleaned.Store(true)
+	cleanupWait()
+	// Fresh stats before the cleanup is seen: Run may see it at once,
+	// before the next poll.
 	e.observe(func(n *node) { n.memAvail = Mi }, podStats(b, podUsage{mem: Mi}))
+	cleaned.Store(true)
 	e.step(time.Second)
 	require.Equal(t, "b", waitFor(t, kills), "the next pass runs right after cleanup")
 
