@@ -78,8 +78,9 @@ func newAgent(cfg Config, pods *podCache) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("virtualnode: lease: %w", err)
 	}
+	common := newNodeCommon(&a.cfg)
 	for i, name := range cfg.Nodes {
-		n, err := newNode(&a.cfg, i, name, &a.apiPort, a.leases.SetNodeUID)
+		n, err := newNode(&a.cfg, common, i, name, &a.apiPort, a.leases.SetNodeUID)
 		if err != nil {
 			return nil, err
 		}

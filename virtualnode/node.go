@@ -25,23 +25,43 @@ type node struct {
 	busy bool
 }
 
+// nodeCommon is what every node of an agent shares, read only: a
+// thousand nodes need one of each, not a thousand.
+type nodeCommon struct {
+	storage v1.ResourceList
+	labels  map[string]string
+}
+
+func newNodeCommon(cfg *Config) *nodeCommon {
+	labels := map[string]string{DefaultNodeLabel: "true"}
+	for k, v := range cfg.Labels {
+		labels[k] = v
+	}
+	return &nodeCommon{
+		storage: v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse(DefaultEphemeralStorage)},
+		labels:  labels,
+	}
+}
+
 // newNode builds the nodestatus controller of the i-th node: fixed
 // capacity, Go runtime, the kubelet API's port, no pressure, Ready from the
 // provider's health.
-func newNode(cfg *Config, i int, name string, apiPort *atomic.Int32, setUID func(string, types.UID)) (*node, error) {
+func newNode(cfg *Config, common *nodeCommon, i int, name string, apiPort *atomic.Int32, setUID func(string, types.UID)) (*node, error) {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(name))
 	id := fmt.Sprintf("%016x", h.Sum64())
-	machine := &cadvisorapi.MachineInfo{NumCores: cfg.CPU, MemoryCapacity: uint64(cfg.Memory.Value()),
-		MachineID: id, SystemUUID: id, BootID: "virtual"}
-	storage := v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse(DefaultEphemeralStorage)}
 	never := func() bool { return false }
 	ip := cfg.NodeIP(i)
 	var b nodestatus.Builder
 	b.Add(nodestatus.MachineInfo(nodestatus.MachineConfig{
-		Machine:  func() (*cadvisorapi.MachineInfo, error) { return machine, nil },
+		// Built per status computation (every StatusUpdateFrequency)
+		// rather than kept: the struct is 1 KB a node.
+		Machine: func() (*cadvisorapi.MachineInfo, error) {
+			return &cadvisorapi.MachineInfo{NumCores: cfg.CPU, MemoryCapacity: uint64(cfg.Memory.Value()),
+				MachineID: id, SystemUUID: id, BootID: "virtual"}, nil
+		},
 		MaxPods:  cfg.Pods,
-		Capacity: func() v1.ResourceList { return storage },
+		Capacity: func() v1.ResourceList { return common.storage },
 	}))
 	b.Add(nodestatus.GoRuntime(), nil)
 	b.Add(func(_ context.Context, _ time.Time, n *v1.Node) error {
@@ -59,16 +79,12 @@ func newNode(cfg *Config, i int, name string, apiPort *atomic.Int32, setUID func
 	if err != nil {
 		return nil, fmt.Errorf("virtualnode: node %s: %w", name, err)
 	}
-	labels := map[string]string{DefaultNodeLabel: "true"}
-	for k, v := range cfg.Labels {
-		labels[k] = v
-	}
 	var annotations map[string]string
 	if _, ok := cfg.Provider.(StatsProvider); ok && cfg.API != nil {
 		annotations = map[string]string{AnnotationResourceMetricsPath: resourceMetricsPath(name)}
 	}
 	ctl, err := nodestatus.New(nodestatus.Config{Client: cfg.Client.CoreV1(), HeartbeatClient: cfg.HeartbeatClient.CoreV1(),
-		NodeName: name, Labels: labels, Annotations: annotations, Taints: cfg.Taints, Setters: setters, DisableAttachDetachAnnotation: true,
+		NodeName: name, Labels: common.labels, Annotations: annotations, Taints: cfg.Taints, Setters: setters, DisableAttachDetachAnnotation: true,
 		UpdateFrequency: cfg.StatusUpdateFrequency, Clock: cfg.Clock,
 		OnRegistered: func(n *v1.Node) { setUID(n.Name, n.UID) }})
 	if err != nil {
