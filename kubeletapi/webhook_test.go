@@ -111,7 +111,9 @@ func TestReviewRetriesTransientErrorsOnTheClock(t *testing.T) {
 	require.NoError(t, <-done)
 	require.Equal(t, 3, calls)
 
-	// A transient error every time: five attempts, then the error.
+	// A transient error every time: five attempts, then the error. The
+	// fourth back-off is up to 1.6875s × 1.2 = 2.025s: each step covers
+	// the longest.
 	calls = 0
 	go func() {
 		done <- review(context.Background(), clk, time.Minute, func(context.Context) error {
@@ -121,7 +123,7 @@ func TestReviewRetriesTransientErrorsOnTheClock(t *testing.T) {
 	}()
 	for range 4 {
 		require.Eventually(t, backingOff, 5*time.Second, time.Millisecond)
-		clk.Step(2 * time.Second)
+		clk.Step(3 * time.Second)
 	}
 	require.True(t, apierrors.IsServiceUnavailable(<-done))
 	require.Equal(t, retryAttempts, calls)
