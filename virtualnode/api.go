@@ -191,11 +191,7 @@ func (p agentPods) GetPodByName(namespace, name string) (*v1.Pod, bool) {
 	if err != nil || !ok {
 		return nil, false
 	}
-	e := entryOf(obj)
-	if e == nil || !p.a.managesNode(e.node) {
-		return nil, false
-	}
-	pod := e.decode()
+	pod := p.a.managedPod(obj)
 	if pod == nil {
 		return nil, false
 	}

@@ -110,11 +110,7 @@ func (a *Agent) Run(ctx context.Context) error {
 // onPod delivers an added or updated pod of a managed node to the workers.
 func (a *Agent) onPod(ctx context.Context, obj any, t podworkers.UpdateType) {
 	a.podEvents.Add(1)
-	e := entryOf(obj)
-	if e == nil || !a.managesNode(e.node) {
-		return
-	}
-	pod := e.decode()
+	pod := a.managedPod(obj)
 	if pod == nil {
 		return
 	}
@@ -129,11 +125,7 @@ func (a *Agent) onPod(ctx context.Context, obj any, t podworkers.UpdateType) {
 // own final delete, when the pod is already finished and this is a no-op).
 func (a *Agent) onPodDeleted(ctx context.Context, obj any) {
 	a.podEvents.Add(1)
-	e := entryOf(obj)
-	if e == nil || !a.managesNode(e.node) {
-		return
-	}
-	pod := e.decode()
+	pod := a.managedPod(obj)
 	if pod == nil {
 		return
 	}
@@ -147,6 +139,16 @@ func (a *Agent) onPodDeleted(ctx context.Context, obj any) {
 func (a *Agent) managesNode(name string) bool {
 	_, ok := a.managed[name]
 	return ok
+}
+
+// managedPod decodes the pod of an informer object (an entry, or one in a
+// DeletedFinalStateUnknown) if it is bound to a managed node; nil
+// otherwise.
+func (a *Agent) managedPod(obj any) *v1.Pod {
+	if e := entryOf(obj); e != nil && a.managesNode(e.node) {
+		return e.decode()
+	}
+	return nil
 }
 
 // lookupPod is the workers' LookupPod: the latest pod of a managed node
