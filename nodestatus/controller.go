@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/nodekit/nodekit/clockctx"
@@ -29,7 +30,11 @@ type Controller struct {
 
 	mu         sync.Mutex // serializes Sync; guards the fields below
 	registered bool
-	last       *v1.Node      // the server's Node as of our last read or write
+	// last is the server's Node as of our last read or write, protobuf
+	// encoded without its managed fields (a quarter of a decoded Node, which
+	// counts for an agent of a thousand virtual nodes); nil: none.
+	last       []byte
+	lastUID    types.UID
 	lastReport time.Time     // last successful status patch
 	delay      time.Duration // jitter added to ReportFrequency after a change
 	ready      bool          // the last reported Ready condition was True
@@ -102,7 +107,7 @@ func (c *Controller) Sync(ctx context.Context) (SyncResult, error) {
 // tryUpdate is one try of a status update. It returns whether it patched,
 // the setters' errors, and the error that failed the try.
 func (c *Controller) tryUpdate(ctx context.Context, try int) (bool, error, error) {
-	original, err := c.read(ctx, try)
+	original, fromLast, err := c.read(ctx, try)
 	if err != nil {
 		return false, nil, err
 	}
@@ -112,7 +117,10 @@ func (c *Controller) tryUpdate(ctx context.Context, try int) (bool, error, error
 	setErr := Apply(ctx, now, node, c.cfg.Setters)
 	changed := labelsFixed || StatusChanged(&original.Status, &node.Status)
 	if !changed && now.Sub(c.lastReport) < c.cfg.ReportFrequency+c.delay {
-		c.last, c.ready = original, isReady(original)
+		if !fromLast {
+			c.remember(original)
+		}
+		c.ready = isReady(original)
 		return false, setErr, nil
 	}
 	if changed || c.lastReport.IsZero() {
@@ -124,29 +132,57 @@ func (c *Controller) tryUpdate(ctx context.Context, try int) (bool, error, error
 	if err != nil {
 		return false, setErr, err
 	}
-	c.last, c.lastReport = updated, now
+	c.remember(updated)
+	c.lastReport = now
 	c.ready = isReady(updated)
 	return true, setErr, nil
 }
 
-// read returns the Node the try starts from. It is never modified.
-func (c *Controller) read(ctx context.Context, try int) (*v1.Node, error) {
+// read returns the Node the try starts from, and whether it is the
+// last-known copy. It is never modified.
+func (c *Controller) read(ctx context.Context, try int) (*v1.Node, bool, error) {
 	if try == 0 {
 		if c.cfg.Lister != nil {
 			if n, err := c.cfg.Lister.Get(c.cfg.NodeName); err == nil && n != nil {
-				return n, nil
+				return n, false, nil
 			}
-		} else if c.last != nil {
-			return c.last, nil
+		} else if n := c.lastNode(); n != nil {
+			return n, true, nil
 		}
 	}
 	rctx, cancel := c.requestContext(ctx)
 	defer cancel()
 	n, err := c.cfg.HeartbeatClient.Nodes().Get(rctx, c.cfg.NodeName, metav1.GetOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("error getting node %q: %w", c.cfg.NodeName, err)
+		return nil, false, fmt.Errorf("error getting node %q: %w", c.cfg.NodeName, err)
 	}
-	return n, nil
+	return n, false, nil
+}
+
+// remember records n (not modified) as the last-known Node. A Node that
+// cannot be encoded, which a decoded one always can, leaves none: the next
+// pass reads the server.
+func (c *Controller) remember(n *v1.Node) {
+	s := *n
+	s.ManagedFields = nil
+	enc, err := s.Marshal()
+	if err != nil {
+		c.last, c.lastUID = nil, ""
+		return
+	}
+	c.last, c.lastUID = enc, n.UID
+}
+
+// lastNode decodes the last-known Node afresh, or returns nil.
+func (c *Controller) lastNode() *v1.Node {
+	if c.last == nil {
+		return nil
+	}
+	n := &v1.Node{}
+	if n.Unmarshal(c.last) != nil {
+		return nil
+	}
+	return n
 }
 
 // ensureOSLabels sets the stable os and arch labels if they are missing or
@@ -171,14 +207,11 @@ func isReady(node *v1.Node) bool {
 }
 
 // Node returns a copy of the Node as last read from or written to the API
-// server, or nil before the first.
+// server, without its managed fields, or nil before the first.
 func (c *Controller) Node() *v1.Node {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.last == nil {
-		return nil
-	}
-	return c.last.DeepCopy()
+	return c.lastNode()
 }
 
 // Trigger asks Run for a status pass now instead of at the next period,

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -196,6 +197,45 @@ func TestReconcileExistingNodeKeepsExternalConditions(t *testing.T) {
 	require.NotNil(t, findCondition(n, "NetworkUnavailable"), "an external writer's condition survives")
 	require.Equal(t, v1.NodeReady, n.Status.Conditions[len(n.Status.Conditions)-1].Type)
 	require.False(t, n.Status.Capacity.Cpu().IsZero())
+}
+
+// TestLastNodeWithoutManagedFields: the controller keeps the Node the
+// server returned without its managed fields, hands out fresh copies, and
+// patches from it without reading the server again.
+func TestLastNodeWithoutManagedFields(t *testing.T) {
+	existing := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "u1", Labels: map[string]string{"keep": "me"}}}
+	a := newAgent(t, nil, existing)
+	// The server's answers carry managed fields, as a real one's.
+	a.cs.PrependReactor("patch", "nodes", func(act k8stesting.Action) (bool, runtime.Object, error) {
+		handled, obj, err := k8stesting.ObjectReaction(a.cs.Tracker())(act)
+		if n, ok := obj.(*v1.Node); ok && err == nil {
+			n = n.DeepCopy()
+			n.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate}}
+			obj = n
+		}
+		return handled, obj, err
+	})
+	ctx := context.Background()
+	_, err := a.ctl.Sync(ctx)
+	require.NoError(t, err)
+	a.verbs()
+
+	n := a.ctl.Node()
+	require.NotNil(t, n)
+	require.Empty(t, n.ManagedFields)
+	want := a.server(t).DeepCopy()
+	want.ManagedFields = nil
+	require.True(t, apiequality.Semantic.DeepEqual(want, n), "the last Node is the server's: %v", n)
+	n.Labels["keep"] = "changed"
+	require.Equal(t, "me", a.ctl.Node().Labels["keep"], "each call returns its own copy")
+
+	a.clk.Step(10 * time.Second)
+	a.pressure.Store(true)
+	res, err := a.ctl.Sync(ctx)
+	require.NoError(t, err)
+	require.True(t, res.Patched)
+	require.Equal(t, []string{"patch status"}, a.verbs(), "no GET: the patch starts from the kept Node")
+	require.Equal(t, v1.ConditionTrue, findCondition(a.ctl.Node(), v1.NodeMemoryPressure).Status)
 }
 
 // TestReRegisterZeroesExtendedResources: an agent whose device state was

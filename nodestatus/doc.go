@@ -20,9 +20,11 @@
 // than heartbeat times changed or ReportFrequency (5m, ±50% jitter after a
 // change) has passed. In steady state a node therefore costs one PATCH per
 // five minutes and no GET: the controller diffs against the Node the server
-// returned last (or a lister the host supplies). Each update makes up to
-// five tries, retries read from the server, and OnRepeatedFailure is
-// called from the second failure.
+// returned last (or a lister the host supplies). It keeps that Node
+// protobuf encoded without its managed fields, a fraction of a decoded
+// one's size, which counts for a thousand virtual nodes in one process.
+// Each update makes up to five tries, retries read from the server, and
+// OnRepeatedFailure is called from the second failure.
 //
 // # Host duties
 //

@@ -120,9 +120,9 @@ func (c *Controller) register(ctx context.Context) error {
 // adopt records a Node the server returned as registered and last known.
 // OnRegistered hears of it when the Node is new or its UID changed.
 func (c *Controller) adopt(node *v1.Node) {
-	first := !c.registered || c.last == nil || c.last.UID != node.UID
+	first := !c.registered || c.last == nil || c.lastUID != node.UID
 	c.registered = true
-	c.last = node
+	c.remember(node)
 	if first && c.cfg.OnRegistered != nil {
 		c.cfg.OnRegistered(node.DeepCopy())
 	}

@@ -93,16 +93,3 @@ func newNode(cfg *Config, common *nodeCommon, i int, name string, apiPort *atomi
 	return &node{name: name, ctl: ctl}, nil
 }
 
-// reportedReady reports whether the Node as last written says Ready=True.
-func (n *node) reportedReady() bool {
-	nd := n.ctl.Node()
-	if nd == nil {
-		return false
-	}
-	for _, c := range nd.Status.Conditions {
-		if c.Type == v1.NodeReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
-}

@@ -281,7 +281,7 @@ func (a *Agent) statusWorker(ctx context.Context, work <-chan *node, done chan<-
 		case <-ctx.Done():
 			return
 		case n := <-work:
-			_, err := n.ctl.Sync(ctx)
+			res, err := n.ctl.Sync(ctx)
 			next := a.cfg.StatusUpdateFrequency
 			switch {
 			case err != nil && !errors.Is(err, nodestatus.ErrSetters):
@@ -289,7 +289,7 @@ func (a *Agent) statusWorker(ctx context.Context, work <-chan *node, done chan<-
 					klog.FromContext(ctx).Error(err, "Node status sync failed", "node", n.name)
 				}
 				next = nodeRetryDelay
-			case !n.reportedReady():
+			case !res.Ready:
 				next = notReadySyncPeriod
 			}
 			n.due = a.cfg.Clock.Now().Add(next)
