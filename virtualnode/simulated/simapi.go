@@ -97,11 +97,11 @@ func (s *Provider) recordRun(pod *v1.Pod, container string, init bool, p *simPod
 	case !running:
 		return simRun{}, false, fmt.Errorf("container %q in pod %q was stopped before it started", container, pod.Name)
 	case init: // ran from creation to readyAt
-		return simRun{start: snap.created, end: snap.readyAt}, false, nil
+		return simRun{start: snap.created.time(), end: snap.readyAt.time()}, false, nil
 	case !end.IsZero():
-		return simRun{start: snap.readyAt, end: end, code: code}, false, nil
+		return simRun{start: snap.readyAt.time(), end: end, code: code}, false, nil
 	}
-	return simRun{start: snap.readyAt}, true, nil
+	return simRun{start: snap.readyAt.time()}, true, nil
 }
 
 // runFromStatus rebuilds a container's run from its status (whole

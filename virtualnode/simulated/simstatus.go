@@ -25,20 +25,21 @@ const (
 // ran (they run from readyAt), and when and with which code they ended
 // (exited on its own or stopped); a zero end means they have not.
 func (p *simPod) outcome(now time.Time) (running bool, end time.Time, code int32) {
-	running = !now.Before(p.readyAt)
+	n := at(now)
+	running = n >= p.readyAt
 	switch {
-	case !p.stopped.IsZero():
-		end = p.stopped
+	case p.stopped != 0:
+		end = p.stopped.time()
 		switch {
-		case !p.exitAt.IsZero() && !p.stopped.After(p.exitAt):
+		case p.exitAt != 0 && p.stopped <= p.exitAt:
 			code = p.exitCode
-		case p.killed || p.stopped.Before(p.readyAt):
+		case p.killed || p.stopped < p.readyAt:
 			code = exitCodeKilled
 		}
-	case !p.exitAt.IsZero() && !now.Before(p.exitAt):
-		end, code = p.exitAt, p.exitCode
+	case p.exitAt != 0 && n >= p.exitAt:
+		end, code = p.exitAt.time(), p.exitCode
 	}
-	if !end.IsZero() && end.Before(p.readyAt) {
+	if !end.IsZero() && at(end) < p.readyAt {
 		running = false // stopped before it ever ran
 	}
 	return running, end, code
@@ -47,12 +48,13 @@ func (p *simPod) outcome(now time.Time) (running bool, end time.Time, code int32
 // simStatus is the pure status computation of a simulated pod at now.
 func simStatus(pod *v1.Pod, p *simPod, now time.Time) *v1.PodStatus {
 	sec := func(t time.Time) metav1.Time { return metav1.NewTime(t.Truncate(time.Second)) }
-	created := sec(p.created)
+	created := sec(p.created.time())
+	ip := p.ip.String()
 	st := &v1.PodStatus{
 		Phase:     v1.PodPending,
 		StartTime: &created,
-		PodIP:     p.ip,
-		PodIPs:    []v1.PodIP{{IP: p.ip}},
+		PodIP:     ip,
+		PodIPs:    []v1.PodIP{{IP: ip}},
 	}
 	running, end, code := p.outcome(now)
 	ended := !end.IsZero()
@@ -71,7 +73,7 @@ func simStatus(pod *v1.Pod, p *simPod, now time.Time) *v1.PodStatus {
 		if running {
 			cs.ContainerID = containerIDPrefix + string(pod.UID) + "/" + c.Name
 			cs.State.Terminated = &v1.ContainerStateTerminated{Reason: reasonCompleted, StartedAt: created,
-				FinishedAt: sec(p.readyAt), ContainerID: cs.ContainerID}
+				FinishedAt: sec(p.readyAt.time()), ContainerID: cs.ContainerID}
 		} else {
 			cs.State.Waiting = &v1.ContainerStateWaiting{Reason: reasonPodInit}
 		}
@@ -88,13 +90,13 @@ func simStatus(pod *v1.Pod, p *simPod, now time.Time) *v1.PodStatus {
 				reason = reasonError
 			}
 			cs.State.Terminated = &v1.ContainerStateTerminated{ExitCode: code, Reason: reason,
-				StartedAt: sec(p.readyAt), FinishedAt: sec(end), ContainerID: cs.ContainerID}
+				StartedAt: sec(p.readyAt.time()), FinishedAt: sec(end), ContainerID: cs.ContainerID}
 		case ended: // stopped before it ever ran
 			cs.State.Terminated = &v1.ContainerStateTerminated{ExitCode: code, Reason: reasonError,
 				StartedAt: created, FinishedAt: sec(end)}
 		case running:
 			cs.ContainerID = containerIDPrefix + string(pod.UID) + "/" + c.Name
-			cs.State.Running = &v1.ContainerStateRunning{StartedAt: sec(p.readyAt)}
+			cs.State.Running = &v1.ContainerStateRunning{StartedAt: sec(p.readyAt.time())}
 			cs.Ready, started = true, true
 		default:
 			reason := reasonCreating
@@ -108,9 +110,9 @@ func simStatus(pod *v1.Pod, p *simPod, now time.Time) *v1.PodStatus {
 	}
 	initAt := created
 	if len(pod.Spec.InitContainers) > 0 && running {
-		initAt = sec(p.readyAt)
+		initAt = sec(p.readyAt.time())
 	}
-	st.Conditions = simConditions(initDone, running, ended, created, initAt, sec(p.readyAt), sec(end))
+	st.Conditions = simConditions(initDone, running, ended, created, initAt, sec(p.readyAt.time()), sec(end))
 	return st
 }
 

@@ -74,20 +74,42 @@ type Provider struct {
 	closed  bool
 }
 
+// simPod is the simulator's record of a pod, one per pod it runs: its
+// times are instants and its address a netip.Addr: 96 bytes, where
+// time.Time fields and a string took 168 and the string's own allocation.
 type simPod struct {
-	created  time.Time
-	readyAt  time.Time
-	exitAt   time.Time // zero: never exits
+	created  instant
+	readyAt  instant
+	exitAt   instant // zero: never exits
+	stopped  instant // zero: not stopped
 	exitCode int32
-	stopped  time.Time // zero: not stopped
-	killed   bool      // stopped at the end of the grace period
-	ip       string
-	timers   []clock.Timer
+	killed   bool // stopped at the end of the grace period
 	// hasEnded is set once the containers have ended (exited or stopped)
 	// or the pod is forgotten; ended, made only when a log follower waits
 	// (endedChan), is closed then.
 	hasEnded bool
 	ended    chan struct{}
+	ip       netip.Addr
+	timers   []clock.Timer
+}
+
+// instant is a time in Unix nanoseconds, zero for none: 8 bytes where a
+// time.Time takes 24.
+type instant int64
+
+func at(t time.Time) instant {
+	if t.IsZero() {
+		return 0
+	}
+	return instant(t.UnixNano())
+}
+
+// time returns the instant as a UTC time.Time (the zero Time for none).
+func (i instant) time() time.Time {
+	if i == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(i)).UTC()
 }
 
 // markEnded records the end and closes ended, once. Call with the
@@ -188,11 +210,13 @@ func (s *Provider) CreatePod(_ context.Context, pod *v1.Pod) error {
 		return nil
 	}
 	now := s.cfg.Clock.Now()
-	p := &simPod{created: now, readyAt: now.Add(s.cfg.ReadyDelay), exitCode: exitCode}
-	if st := pod.Status; st.Phase == v1.PodRunning && st.PodIP != "" && st.StartTime != nil {
+	p := &simPod{created: at(now), readyAt: at(now.Add(s.cfg.ReadyDelay)), exitCode: exitCode}
+	st := pod.Status
+	ip, err := netip.ParseAddr(st.PodIP)
+	if st.Phase == v1.PodRunning && err == nil && st.StartTime != nil {
 		// Adopted: it ran under another replica (a shard taken over), and
 		// runs on as it was, with its address and start time.
-		p.created, p.readyAt, p.ip = st.StartTime.Time, now, st.PodIP
+		p.created, p.readyAt, p.ip = at(st.StartTime.Time), at(now), ip
 	} else {
 		p.ip = s.allocIP()
 		if s.cfg.ReadyDelay > 0 {
@@ -200,7 +224,7 @@ func (s *Provider) CreatePod(_ context.Context, pod *v1.Pod) error {
 		}
 	}
 	if exitAfter > 0 && exits(pod.Spec.RestartPolicy, exitCode) {
-		p.exitAt = p.readyAt.Add(exitAfter)
+		p.exitAt = p.readyAt + instant(exitAfter)
 		p.timers = append(p.timers, s.after(s.cfg.ReadyDelay+exitAfter, pod.UID, p.markEnded))
 	}
 	s.pods[pod.UID] = p
@@ -223,13 +247,13 @@ func (s *Provider) after(d time.Duration, uid types.UID, onFire func()) clock.Ti
 	})
 }
 
-func (s *Provider) allocIP() string {
+func (s *Provider) allocIP() netip.Addr {
 	base := s.cfg.PodCIDR.Masked().Addr().As4()
 	n := binary.BigEndian.Uint32(base[:]) + 1 + s.nextIP
 	s.nextIP = (s.nextIP + 1) % (1<<(32-s.cfg.PodCIDR.Bits()) - 2)
 	var b [4]byte
 	binary.BigEndian.PutUint32(b[:], n)
-	return netip.AddrFrom4(b).String()
+	return netip.AddrFrom4(b)
 }
 
 func exits(policy v1.RestartPolicy, code int32) bool {
@@ -265,12 +289,12 @@ func (s *Provider) DeletePod(ctx context.Context, pod *v1.Pod, gracePeriod time.
 	}
 	s.mu.Lock()
 	p, ok := s.pods[pod.UID]
-	if !ok || !p.stopped.IsZero() {
+	if !ok || p.stopped != 0 {
 		s.mu.Unlock()
 		return nil
 	}
 	now := s.cfg.Clock.Now()
-	if !p.exitAt.IsZero() && !now.Before(p.exitAt) {
+	if p.exitAt != 0 && !now.Before(p.exitAt.time()) {
 		p.stopped = p.exitAt // exited on its own
 		p.markEnded()
 		s.mu.Unlock()
@@ -292,7 +316,7 @@ func (s *Provider) DeletePod(ctx context.Context, pod *v1.Pod, gracePeriod time.
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p.stopped, p.killed = s.cfg.Clock.Now(), killed
+	p.stopped, p.killed = at(s.cfg.Clock.Now()), killed
 	p.stopTimers()
 	p.markEnded()
 	return nil

@@ -46,13 +46,13 @@ func TestSimStatus(t *testing.T) {
 		ready    bool
 		exitCode int32 // -1: not terminated
 	}{
-		{"pending", simPod{created: t0, readyAt: ready}, t0.Add(time.Second), v1.PodPending, false, -1},
-		{"running", simPod{created: t0, readyAt: ready}, ready, v1.PodRunning, true, -1},
-		{"exited ok", simPod{created: t0, readyAt: ready, exitAt: ready.Add(time.Second)}, ready.Add(time.Minute), v1.PodSucceeded, false, 0},
-		{"exited failed", simPod{created: t0, readyAt: ready, exitAt: ready.Add(time.Second), exitCode: 3}, ready.Add(time.Minute), v1.PodFailed, false, 3},
-		{"stopped gracefully", simPod{created: t0, readyAt: ready, stopped: ready.Add(time.Second)}, ready.Add(time.Minute), v1.PodSucceeded, false, 0},
-		{"killed at grace end", simPod{created: t0, readyAt: ready, stopped: ready.Add(time.Second), killed: true}, ready.Add(time.Minute), v1.PodFailed, false, exitCodeKilled},
-		{"stopped before running", simPod{created: t0, readyAt: ready, stopped: t0.Add(time.Second)}, ready.Add(time.Minute), v1.PodFailed, false, exitCodeKilled},
+		{"pending", simPod{created: at(t0), readyAt: at(ready)}, t0.Add(time.Second), v1.PodPending, false, -1},
+		{"running", simPod{created: at(t0), readyAt: at(ready)}, ready, v1.PodRunning, true, -1},
+		{"exited ok", simPod{created: at(t0), readyAt: at(ready), exitAt: at(ready.Add(time.Second))}, ready.Add(time.Minute), v1.PodSucceeded, false, 0},
+		{"exited failed", simPod{created: at(t0), readyAt: at(ready), exitAt: at(ready.Add(time.Second)), exitCode: 3}, ready.Add(time.Minute), v1.PodFailed, false, 3},
+		{"stopped gracefully", simPod{created: at(t0), readyAt: at(ready), stopped: at(ready.Add(time.Second))}, ready.Add(time.Minute), v1.PodSucceeded, false, 0},
+		{"killed at grace end", simPod{created: at(t0), readyAt: at(ready), stopped: at(ready.Add(time.Second)), killed: true}, ready.Add(time.Minute), v1.PodFailed, false, exitCodeKilled},
+		{"stopped before running", simPod{created: at(t0), readyAt: at(ready), stopped: at(t0.Add(time.Second))}, ready.Add(time.Minute), v1.PodFailed, false, exitCodeKilled},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,7 +24,7 @@ func (s *Provider) PodStats(_ context.Context, pod *v1.Pod) (*statsapi.PodStats,
 	var end, readyAt time.Time
 	if ok {
 		running, end, _ = p.outcome(now)
-		readyAt = p.readyAt
+		readyAt = p.readyAt.time()
 	}
 	s.mu.Unlock()
 	if !running || !end.IsZero() {
