@@ -92,4 +92,3 @@ func newNode(cfg *Config, common *nodeCommon, i int, name string, apiPort *atomi
 	}
 	return &node{name: name, ctl: ctl}, nil
 }
-
