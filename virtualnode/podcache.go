@@ -33,11 +33,20 @@ type podCache struct {
 	inf     cache.SharedIndexInformer
 	managed func(nodeName string) bool
 
-	mu     sync.Mutex
-	status map[types.UID][]byte
-	// keys finds a managed pod's informer key by UID (cheaper than an
-	// index, which keeps a set per UID).
-	keys map[types.UID]string
+	mu sync.Mutex
+	// pods has a record of each pod of a managed node, by UID (cheaper than
+	// an index, which keeps a set per UID).
+	pods map[types.UID]podRecord
+}
+
+// podRecord is what the cache keeps of a pod of a managed node beside the
+// informer.
+type podRecord struct {
+	// entry is the pod's latest entry, as transformed (it may be ahead of
+	// the informer's store by the events not yet handled).
+	entry *podEntry
+	// status is the encoded status the API server has, as far as known.
+	status []byte
 }
 
 // podEntry is what the informer keeps of a pod. It satisfies
@@ -99,7 +108,7 @@ func newPodCache(cfg Config, managed func(nodeName string) bool) *podCache {
 			return nil, nil
 		},
 	})
-	c := &podCache{inf: inf, managed: managed, status: map[types.UID][]byte{}, keys: map[types.UID]string{}}
+	c := &podCache{inf: inf, managed: managed, pods: map[types.UID]podRecord{}}
 	_ = inf.SetTransform(func(obj any) (any, error) {
 		if p, ok := obj.(*v1.Pod); ok {
 			return c.transform(p, cfg.TrimPodStatus)
@@ -107,12 +116,23 @@ func newPodCache(cfg Config, managed func(nodeName string) bool) *podCache {
 		return obj, nil
 	})
 	// Registered before the informer runs: no event is missed.
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
-		if e := entryOf(obj); e != nil {
-			c.forget(e.uid)
-		}
-	}})
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: c.onUpdate, DeleteFunc: c.onDelete})
 	return c
+}
+
+// onUpdate forgets a pod replaced under its name by another (deleted and
+// recreated while the watch was down: the relist sees an update).
+func (c *podCache) onUpdate(old, obj any) {
+	if o, n := entryOf(old), entryOf(obj); o != nil && n != nil && o.uid != n.uid {
+		c.forget(o.uid)
+	}
+}
+
+// onDelete forgets a pod gone from the API.
+func (c *podCache) onDelete(obj any) {
+	if e := entryOf(obj); e != nil {
+		c.forget(e.uid)
+	}
 }
 
 // entryOf returns the entry an informer handler was given, or nil.
@@ -149,15 +169,8 @@ func (c *podCache) transform(p *v1.Pod, trim bool) (*podEntry, error) {
 	if e.enc, err = q.Marshal(); err != nil {
 		return nil, fmt.Errorf("virtualnode: encode pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
-	key, err := cache.MetaNamespaceKeyFunc(p)
-	if err != nil {
-		return nil, err
-	}
 	c.mu.Lock()
-	c.status[p.UID] = st
-	if _, ok := c.keys[p.UID]; !ok {
-		c.keys[p.UID] = key
-	}
+	c.pods[p.UID] = podRecord{entry: e, status: st}
 	c.mu.Unlock()
 	return e, nil
 }
@@ -167,16 +180,17 @@ func (c *podCache) transform(p *v1.Pod, trim bool) (*podEntry, error) {
 func (c *podCache) lastStatus(uid types.UID) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	enc, ok := c.status[uid]
-	return enc, ok
+	r, ok := c.pods[uid]
+	return r.status, ok
 }
 
 // reported records enc, the encoded status the agent just patched.
 func (c *podCache) reported(uid types.UID, enc []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.status[uid]; ok { // not a pod deleted meanwhile
-		c.status[uid] = enc
+	if r, ok := c.pods[uid]; ok { // not a pod deleted meanwhile
+		r.status = enc
+		c.pods[uid] = r
 	}
 }
 
@@ -184,8 +198,7 @@ func (c *podCache) reported(uid types.UID, enc []byte) {
 func (c *podCache) forget(uid types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.status, uid)
-	delete(c.keys, uid)
+	delete(c.pods, uid)
 }
 
 // withStatus returns pod with the full status the API server has, as far as
@@ -201,22 +214,11 @@ func (c *podCache) withStatus(pod *v1.Pod) *v1.Pod {
 	return &p
 }
 
-// entry returns the informer's entry of a managed pod, or nil.
+// entry returns the latest entry of a managed pod, or nil.
 func (c *podCache) entry(uid types.UID) *podEntry {
 	c.mu.Lock()
-	key, ok := c.keys[uid]
-	c.mu.Unlock()
-	if !ok {
-		return nil
-	}
-	obj, ok, err := c.inf.GetIndexer().GetByKey(key)
-	if err != nil || !ok {
-		return nil
-	}
-	if e, _ := obj.(*podEntry); e != nil && e.uid == uid && e.enc != nil { // not one recreated under the name
-		return e
-	}
-	return nil
+	defer c.mu.Unlock()
+	return c.pods[uid].entry
 }
 
 // pod returns the latest pod of a managed node with that UID, decoded

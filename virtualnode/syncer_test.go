@@ -165,9 +165,14 @@ func TestPodCacheKeepsLittleOfOtherNodesPods(t *testing.T) {
 	recreated, err := c.transform(again, true)
 	require.NoError(t, err)
 	require.NoError(t, c.inf.GetIndexer().Update(recreated))
+	c.onUpdate(trimmed, recreated) // the relist's update: old UID, new UID
 	require.Nil(t, c.pod(mine.UID))
+	_, known = c.lastStatus(mine.UID)
+	require.False(t, known, "nothing is left of the replaced pod")
 	require.NotNil(t, c.pod("recreated"))
-	c.forget("recreated")
+	c.onUpdate(recreated, recreated)
+	require.NotNil(t, c.pod("recreated"), "an update of the same pod keeps it")
+	c.onDelete(cache.DeletedFinalStateUnknown{Key: key, Obj: recreated})
 	require.Nil(t, c.pod("recreated"))
 }
 
