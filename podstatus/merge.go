@@ -22,6 +22,13 @@ func OwnedByKubelet(t v1.PodConditionType) bool {
 	return false
 }
 
+// KubeletConditionTypes returns the pod condition types the kubelet owns
+// (those OwnedByKubelet reports), a fresh slice each call.
+func KubeletConditionTypes() []v1.PodConditionType {
+	return []v1.PodConditionType{v1.PodScheduled, v1.PodReady, v1.PodInitialized, v1.ContainersReady, v1.PodReadyToStartContainers,
+		v1.PodResizePending, v1.PodResizeInProgress, v1.AllContainersRestarting}
+}
+
 // IsTerminal reports whether phase is Succeeded or Failed.
 func IsTerminal(phase v1.PodPhase) bool {
 	return phase == v1.PodSucceeded || phase == v1.PodFailed

@@ -146,3 +146,16 @@ func TestReadyConditions(t *testing.T) {
 		})
 	}
 }
+
+func TestKubeletConditionTypes(t *testing.T) {
+	types := KubeletConditionTypes()
+	for _, ct := range types {
+		assert.True(t, OwnedByKubelet(ct), "%s", ct)
+	}
+	for _, ct := range []v1.PodConditionType{v1.DisruptionTarget, "example.com/gate"} {
+		assert.False(t, OwnedByKubelet(ct), "%s", ct)
+		assert.NotContains(t, types, ct)
+	}
+	types[0] = "changed"
+	assert.Equal(t, v1.PodScheduled, KubeletConditionTypes()[0], "a fresh slice each call")
+}

@@ -1,6 +1,7 @@
 package virtualnode
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -182,8 +183,9 @@ func (l *lazyListener) Addr() net.Addr {
 }
 
 // agentPods is the kubelet API's view of the agent's pods: those of the
-// informer bound to a managed node, each decoded with the last status the
-// agent reported.
+// informer bound to a managed node, each decoded with the status the agent
+// reports for it (the kubelet API's pod lookups carry no context: the
+// provider's PodStatus gets a background one).
 type agentPods struct{ a *Agent }
 
 func (p agentPods) GetPodByName(namespace, name string) (*v1.Pod, bool) {
@@ -195,7 +197,7 @@ func (p agentPods) GetPodByName(namespace, name string) (*v1.Pod, bool) {
 	if pod == nil {
 		return nil, false
 	}
-	return p.a.cache.withStatus(pod), true
+	return p.a.syncer.current(context.Background(), pod), true
 }
 
 func (p agentPods) GetPods() []*v1.Pod {
@@ -205,7 +207,7 @@ func (p agentPods) GetPods() []*v1.Pod {
 		objs, _ := idx.ByIndex(byNode, n.name)
 		for _, o := range objs {
 			if pod := entryOf(o).decode(); pod != nil {
-				pods = append(pods, p.a.cache.withStatus(pod))
+				pods = append(pods, p.a.syncer.current(context.Background(), pod))
 			}
 		}
 	}

@@ -107,15 +107,16 @@ type Config struct {
 	// PodResyncInterval is podworkers' resync period; default 1m.
 	PodResyncInterval time.Duration
 	// TrimPodStatus keeps, of each pod's status in the agent's cache, only
-	// the phase, reason, QoS class, start time, pod and host IPs: what the
-	// agent reads, and what a provider needs to adopt a running pod after a
-	// restart or a shard takeover. The full status is kept apart all the
-	// same (encoded, for the agent's comparisons and the kubelet API's pod
-	// lists); without the trim each pod's status is kept twice (a
-	// one-container Running pod's status encodes to about 0.4 KB, as much
-	// as the rest of the pod). The pods handed to the Provider's methods then carry the trimmed status
-	// (ContainerLogs gets the full one): leave it false if the provider
-	// reads their conditions or container statuses.
+	// what the agent reads (phase, reason, message, QoS class), what a
+	// provider needs to adopt a running pod after a restart or a shard
+	// takeover (start time, pod and host IPs), and what the agent does not
+	// write (conditions the kubelet does not own, the nominated node,
+	// resource claim statuses). Without it each pod's full status is kept
+	// (a one-container Running pod's encodes to about 0.4 KB, as much as
+	// the rest of the pod). The pods handed to the Provider's methods then
+	// carry the trimmed status (the kubelet API's handlers get the status
+	// the agent reports): leave it false if the provider reads the API's
+	// conditions or container statuses.
 	TrimPodStatus bool
 
 	// API, if set, serves the kubelet API (kubectl logs, exec) of every

@@ -35,12 +35,15 @@
 //     merged with the one the API server has as the kubelet merges
 //     (podstatus.Merge: conditions others own stay, a terminal phase stays)
 //     and patched (strategic merge, UID precondition) only when that
-//     differs. The agent keeps the API's status of each pod in protobuf
-//     form beside the informer (a byte comparison per sync, and nothing for
-//     the garbage collector to scan). The informer itself keeps each pod of
-//     a managed node encoded too, decoded for each event and sync (with
-//     TrimPodStatus with only the few status fields a provider adopting a
-//     pod reads), and the workers drop the pod of an idle worker
+//     differs. The agent keeps a 64-bit digest of the API's status of each
+//     pod beside the informer, not the status: "differs" compares digests,
+//     and each patch sets every status field the agent owns (nulls for the
+//     empty ones, the IP lists and the kubelet's conditions whole), so it
+//     needs no copy of what the server has, and leaves what others own
+//     alone. The informer keeps each pod of a managed node encoded,
+//     decoded for each event and sync (with TrimPodStatus with only the
+//     status fields the agent does not write and the few a provider
+//     adopting a pod reads), and the workers drop the pod of an idle worker
 //     (podworkers.Config.LookupPod): a pod at rest costs its encoding, not
 //     a decoded v1.Pod. Pods of nodes the agent does not serve are kept as
 //     names only. Every pod a Provider method gets is its own copy.

@@ -3,6 +3,7 @@ package virtualnode
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -12,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/nodekit/nodekit/podstatus"
 )
 
 // podCache is the pod informer of an Agent (or shared by a Sharded's
@@ -23,17 +26,19 @@ import (
 // a small pod) rather than a v1.Pod (1.2 KB for the struct alone, before
 // its contents).
 //
-// Beside the informer it keeps the status the API server has for each pod
-// of a managed node as far as the agent knows: the protobuf encoding of the
-// status of the latest informer event, or of the agent's own patch since.
-// Equal statuses encode equally (map keys in order, times as instants), so
-// "report or not" is a byte comparison. That lets the encoded pods do
-// without most of their status (Config.TrimPodStatus).
+// Beside the informer it keeps a digest (statusSum) of the status the API
+// server has for each pod of a managed node as far as the agent knows: of
+// the latest informer event's, or of the agent's own patch since. "Report
+// or not" compares digests, and the agent's patches need no copy of the
+// server's status (ownedStatusPatch), so the encoded pods can do without
+// most of their status (Config.TrimPodStatus): a pod at rest costs its
+// encoding and 8 bytes of status digest.
 type podCache struct {
 	inf     cache.SharedIndexInformer
 	managed func(nodeName string) bool
 
-	mu sync.Mutex
+	seed maphash.Seed
+	mu   sync.Mutex
 	// pods has a record of each pod of a managed node, by UID (cheaper than
 	// an index, which keeps a set per UID).
 	pods map[types.UID]podRecord
@@ -45,8 +50,9 @@ type podRecord struct {
 	// entry is the pod's latest entry, as transformed (it may be ahead of
 	// the informer's store by the events not yet handled).
 	entry *podEntry
-	// status is the encoded status the API server has, as far as known.
-	status []byte
+	// sum is the digest of the status the API server has, as far as
+	// known.
+	sum uint64
 }
 
 // podEntry is what the informer keeps of a pod. It satisfies
@@ -108,7 +114,7 @@ func newPodCache(cfg Config, managed func(nodeName string) bool) *podCache {
 			return nil, nil
 		},
 	})
-	c := &podCache{inf: inf, managed: managed, pods: map[types.UID]podRecord{}}
+	c := &podCache{inf: inf, managed: managed, seed: maphash.MakeSeed(), pods: map[types.UID]podRecord{}}
 	_ = inf.SetTransform(func(obj any) (any, error) {
 		if p, ok := obj.(*v1.Pod); ok {
 			return c.transform(p, cfg.TrimPodStatus)
@@ -155,41 +161,39 @@ func (c *podCache) transform(p *v1.Pod, trim bool) (*podEntry, error) {
 	if !c.managed(p.Spec.NodeName) {
 		return e, nil
 	}
-	st, err := p.Status.Marshal()
+	sum, err := statusSum(c.seed, &p.Status)
 	if err != nil {
-		return nil, fmt.Errorf("virtualnode: encode status of pod %s/%s: %w", p.Namespace, p.Name, err)
+		return nil, fmt.Errorf("virtualnode: pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	q := *p
 	q.ManagedFields = nil
 	if trim {
-		s := &p.Status
-		q.Status = v1.PodStatus{Phase: s.Phase, Reason: s.Reason, QOSClass: s.QOSClass, StartTime: s.StartTime,
-			PodIP: s.PodIP, PodIPs: s.PodIPs, HostIP: s.HostIP, HostIPs: s.HostIPs}
+		q.Status = trimStatus(&p.Status)
 	}
 	if e.enc, err = q.Marshal(); err != nil {
 		return nil, fmt.Errorf("virtualnode: encode pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	c.mu.Lock()
-	c.pods[p.UID] = podRecord{entry: e, status: st}
+	c.pods[p.UID] = podRecord{entry: e, sum: sum}
 	c.mu.Unlock()
 	return e, nil
 }
 
-// lastStatus returns the encoded status the API server has for uid, as far
-// as known.
-func (c *podCache) lastStatus(uid types.UID) ([]byte, bool) {
+// lastSum returns the digest of the status the API server has for uid, as
+// far as known.
+func (c *podCache) lastSum(uid types.UID) (uint64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.pods[uid]
-	return r.status, ok
+	return r.sum, ok
 }
 
-// reported records enc, the encoded status the agent just patched.
-func (c *podCache) reported(uid types.UID, enc []byte) {
+// reported records sum, the digest of the status the agent just patched.
+func (c *podCache) reported(uid types.UID, sum uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if r, ok := c.pods[uid]; ok { // not a pod deleted meanwhile
-		r.status = enc
+		r.sum = sum
 		c.pods[uid] = r
 	}
 }
@@ -201,17 +205,22 @@ func (c *podCache) forget(uid types.UID) {
 	delete(c.pods, uid)
 }
 
-// withStatus returns pod with the full status the API server has, as far as
-// known (a shallow copy: read only).
-func (c *podCache) withStatus(pod *v1.Pod) *v1.Pod {
-	enc, ok := c.lastStatus(pod.UID)
-	var st v1.PodStatus
-	if !ok || st.Unmarshal(enc) != nil {
-		return pod
+// trimStatus returns what the cache keeps of a pod's status with
+// Config.TrimPodStatus: what the agent reads (phase, reason, message, QoS
+// class), what a provider adopting a running pod needs (start time, pod
+// and host IPs), and everything the agent does not write (the conditions
+// the kubelet does not own, the scheduler's nominated node, resource claim
+// statuses), which its patches leave alone and "report or not" compares.
+func trimStatus(s *v1.PodStatus) v1.PodStatus {
+	t := v1.PodStatus{Phase: s.Phase, Reason: s.Reason, Message: s.Message, QOSClass: s.QOSClass, StartTime: s.StartTime,
+		PodIP: s.PodIP, PodIPs: s.PodIPs, HostIP: s.HostIP, HostIPs: s.HostIPs, NominatedNodeName: s.NominatedNodeName,
+		ResourceClaimStatuses: s.ResourceClaimStatuses, ExtendedResourceClaimStatus: s.ExtendedResourceClaimStatus}
+	for _, c := range s.Conditions {
+		if !podstatus.OwnedByKubelet(c.Type) {
+			t.Conditions = append(t.Conditions, c)
+		}
 	}
-	p := *pod
-	p.Status = st
-	return &p
+	return t
 }
 
 // entry returns the latest entry of a managed pod, or nil.

@@ -49,9 +49,7 @@ func BenchmarkPodCacheTransform(b *testing.B) {
 		}
 		size = len(e.enc)
 	}
-	st, _ := c.lastStatus(p.UID)
 	b.ReportMetric(float64(size), "pod-bytes")
-	b.ReportMetric(float64(len(st)), "status-bytes")
 }
 
 // BenchmarkPodEntryDecode is what each sync, event delivery and lookup of

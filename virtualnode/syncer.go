@@ -1,7 +1,6 @@
 package virtualnode
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -92,54 +91,30 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error {
 // terminal phase stays), if it differs from that. It returns the provider's
 // status, nil if the provider has no record.
 func (s *syncer) report(ctx context.Context, pod *v1.Pod, statusFn podworkers.StatusFunc) (*v1.PodStatus, error) {
-	st, err := s.cfg.Provider.PodStatus(ctx, pod)
+	st, err := s.provided(ctx, pod, statusFn)
 	if err != nil || st == nil {
-		if err != nil {
-			err = fmt.Errorf("status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
-		}
 		return st, err
 	}
-	st = st.DeepCopy()
-	if statusFn != nil {
-		statusFn(st)
-	}
-	if ip := s.hostIP(pod.Spec.NodeName); ip != "" {
-		st.HostIP, st.HostIPs = ip, []v1.HostIP{{IP: ip}}
-	}
-	st.QOSClass = pod.Status.QOSClass
-	enc, err := st.Marshal()
+	last, known := s.cache.lastSum(pod.UID)
+	sum, err := statusSum(s.cache.seed, st)
 	if err != nil {
-		return nil, fmt.Errorf("encode status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	last, ok := s.cache.lastStatus(pod.UID)
-	if ok && bytes.Equal(last, enc) {
-		return st, nil // the steady state: no decoding
+	if known && sum == last {
+		return st, nil // the steady state: the API server has the provider's status
 	}
-	found := pod.Status
-	if ok {
-		found = v1.PodStatus{}
-		if err := found.Unmarshal(last); err != nil {
-			return nil, fmt.Errorf("decode last status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
-		}
+	found := &pod.Status
+	if latest := s.cache.entry(pod.UID).decode(); latest != nil {
+		found = &latest.Status
 	}
-	withFound := *pod
-	withFound.Status = found
-	merged := podstatus.Merge(&withFound, found, *st, false, metav1.NewTime(s.cfg.Clock.Now()))
-	// The provider owns the other conditions it reports (Merge keeps only
-	// the kubelet's own of a kubelet's status).
-	for _, c := range st.Conditions {
-		if !podstatus.OwnedByKubelet(c.Type) && c.Type != v1.DisruptionTarget {
-			merged.Conditions = podstatus.ReplaceCondition(merged.Conditions, c)
-		}
+	merged := s.merge(pod, found, st)
+	if sum, err = statusSum(s.cache.seed, merged); err != nil {
+		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	merged.Conditions = orderLike(found.Conditions, merged.Conditions)
-	if enc, err = merged.Marshal(); err != nil {
-		return nil, fmt.Errorf("encode status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
-	}
-	if (ok && bytes.Equal(last, enc)) || (!ok && !StatusChanged(&found, &merged)) {
+	if (known && sum == last) || (!known && !StatusChanged(found, merged)) {
 		return st, nil
 	}
-	patch, err := PodStatusPatch(pod.UID, &found, &merged)
+	patch, err := ownedStatusPatch(pod.UID, found, merged)
 	if err != nil {
 		return nil, err
 	}
@@ -152,8 +127,60 @@ func (s *syncer) report(ctx context.Context, pod *v1.Pod, statusFn podworkers.St
 	if err != nil {
 		return nil, fmt.Errorf("patch status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	s.cache.reported(pod.UID, enc)
+	s.cache.reported(pod.UID, sum)
 	return st, nil
+}
+
+// provided returns the provider's status of pod as the agent reports it
+// (after statusFn, with the node's host IP and the pod's QoS class), nil if
+// the provider has no record.
+func (s *syncer) provided(ctx context.Context, pod *v1.Pod, statusFn podworkers.StatusFunc) (*v1.PodStatus, error) {
+	st, err := s.cfg.Provider.PodStatus(ctx, pod)
+	if err != nil {
+		return nil, fmt.Errorf("status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	if st == nil {
+		return nil, nil
+	}
+	st = st.DeepCopy()
+	if statusFn != nil {
+		statusFn(st)
+	}
+	if ip := s.hostIP(pod.Spec.NodeName); ip != "" {
+		st.HostIP, st.HostIPs = ip, []v1.HostIP{{IP: ip}}
+	}
+	st.QOSClass = pod.Status.QOSClass
+	return st, nil
+}
+
+// merge returns the provider's status st merged into found, the API
+// server's, as the kubelet merges its own; the provider owns the other
+// conditions it reports too.
+func (s *syncer) merge(pod *v1.Pod, found, st *v1.PodStatus) *v1.PodStatus {
+	withFound := *pod
+	withFound.Status = *found
+	merged := podstatus.Merge(&withFound, *found, *st, false, metav1.NewTime(s.cfg.Clock.Now()))
+	for _, c := range st.Conditions {
+		if !podstatus.OwnedByKubelet(c.Type) && c.Type != v1.DisruptionTarget {
+			merged.Conditions = podstatus.ReplaceCondition(merged.Conditions, c)
+		}
+	}
+	merged.Conditions = orderLike(found.Conditions, merged.Conditions)
+	return &merged
+}
+
+// current returns pod with the status the agent reports for it (the
+// provider's merged into the API server's), or pod itself if the provider
+// has no record: the kubelet API's view, as the kubelet serves its status
+// manager's.
+func (s *syncer) current(ctx context.Context, pod *v1.Pod) *v1.Pod {
+	st, err := s.provided(ctx, pod, nil)
+	if err != nil || st == nil {
+		return pod
+	}
+	p := *pod
+	p.Status = *s.merge(pod, &pod.Status, st)
+	return &p
 }
 
 // orderLike returns cs with the types found has in found's order, the

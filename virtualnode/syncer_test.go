@@ -2,8 +2,6 @@ package virtualnode
 
 import (
 	"context"
-	"encoding/json"
-	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -50,76 +48,120 @@ func cacheOf(t *testing.T, cs *fake.Clientset, trim bool, pods ...*v1.Pod) *podC
 	return c
 }
 
-func TestReportPatchesOnlyChanges(t *testing.T) {
+// inAPI returns the pod as the (fake) API server has it.
+func inAPI(t *testing.T, cs *fake.Clientset, pod *v1.Pod) *v1.Pod {
+	t.Helper()
+	p, err := cs.CoreV1().Pods(pod.Namespace).Get(context.Background(), pod.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	return p
+}
+
+// TestReportPatchesOwnedStatus: the agent patches only when the status
+// differs from the API server's (as far as it knows, by digest); its
+// patches make every field it owns what the provider reports, with no copy
+// of the server's status, and leave what others own alone.
+func TestReportPatchesOwnedStatus(t *testing.T) {
 	ctx := context.Background()
 	pod := testPod(v1.RestartPolicyAlways, nil)
 	pod.Spec.NodeName = "vn-0"
 	// The API's copy has a condition another controller owns.
-	pod.Status.Conditions = []v1.PodCondition{{Type: "example.com/gate", Status: v1.ConditionTrue}}
+	gate := v1.PodCondition{Type: "example.com/gate", Status: v1.ConditionTrue}
+	pod.Status.Conditions = []v1.PodCondition{gate}
 	pod.Status.QOSClass = v1.PodQOSBestEffort
 	cs := fake.NewClientset(pod)
 	c := cacheOf(t, cs, true, pod)
 	cached := c.pod(pod.UID)
-	require.Empty(t, cached.Status.Conditions, "trimmed")
+	require.Equal(t, []v1.PodCondition{gate}, cached.Status.Conditions, "trimmed to what the agent does not own")
 	require.Equal(t, v1.PodQOSBestEffort, cached.Status.QOSClass)
 
 	started := metav1.NewTime(t0)
-	prov := &statusProvider{st: &v1.PodStatus{Phase: v1.PodPending, StartTime: &started,
-		Conditions: []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionTrue}}}}
+	notReady := v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: "ContainersNotReady", Message: "containers with unready status: [c]"}
+	prov := &statusProvider{st: &v1.PodStatus{Phase: v1.PodPending, StartTime: &started, Message: "starting",
+		PodIP: "10.64.0.1", PodIPs: []v1.PodIP{{IP: "10.64.0.1"}},
+		Conditions: []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionTrue}, notReady}}}
 	s := &syncer{cfg: &Config{Client: cs, Provider: prov, Clock: clocktesting.NewFakeClock(t0)}, cache: c,
 		hostIP: func(string) string { return "10.0.0.1" }}
+	// report is what a sync does; the informer's event then updates the
+	// cache as the API server's watch would.
+	report := func() {
+		t.Helper()
+		_, err := s.report(ctx, c.pod(pod.UID), nil)
+		require.NoError(t, err)
+	}
+	event := func() {
+		t.Helper()
+		e, err := c.transform(inAPI(t, cs, pod), true)
+		require.NoError(t, err)
+		require.NoError(t, c.inf.GetIndexer().Update(e))
+	}
+	reportAndEvent := func() { report(); event() }
 
-	_, err := s.report(ctx, cached, nil)
-	require.NoError(t, err)
+	reportAndEvent()
 	require.Len(t, statusPatches(cs), 1, "the first report differs from the API's copy")
+	require.NotContains(t, statusPatches(cs)[0], "example.com/gate", "another's condition is not sent")
+	got := inAPI(t, cs, pod).Status
+	require.Equal(t, v1.PodPending, got.Phase)
+	require.Equal(t, "10.0.0.1", got.HostIP)
+	require.Equal(t, v1.PodQOSBestEffort, got.QOSClass)
+	require.ElementsMatch(t, []v1.PodCondition{gate, prov.st.Conditions[0], notReady}, got.Conditions)
 
-	// The same status again, with its time in another location: no patch.
+	// The same status again, with its time in another location and its
+	// conditions in another order: no patch, before and after the event.
 	local := metav1.NewTime(t0.In(time.FixedZone("x", 3600)))
 	prov.st = prov.st.DeepCopy()
 	prov.st.StartTime = &local
-	prov.st.Conditions = append([]v1.PodCondition(nil), prov.st.Conditions...)
-	_, err = s.report(ctx, cached, nil)
-	require.NoError(t, err)
+	slices.Reverse(prov.st.Conditions)
+	reportAndEvent()
+	report()
 	require.Len(t, statusPatches(cs), 1, "an equal status is not sent again")
 
-	// A change is sent as a change: only the phase, and the other
-	// controller's condition is left alone.
+	// Running: the Ready condition loses its reason and message, the
+	// message and the old address go, a provider's own condition comes.
 	prov.st = prov.st.DeepCopy()
-	prov.st.Phase = v1.PodRunning
-	_, err = s.report(ctx, cached, nil)
-	require.NoError(t, err)
-	patches := statusPatches(cs)
-	require.Len(t, patches, 2)
-	var doc struct {
-		Status map[string]json.RawMessage `json:"status"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(patches[1]), &doc))
-	require.Equal(t, []string{"phase"}, slices.Collect(maps.Keys(doc.Status)), "patch: %s", patches[1])
+	prov.st.Phase, prov.st.Message = v1.PodRunning, ""
+	prov.st.PodIP, prov.st.PodIPs = "10.64.0.2", []v1.PodIP{{IP: "10.64.0.2"}}
+	warm := v1.PodCondition{Type: "provider.example.com/Warm", Status: v1.ConditionTrue}
+	prov.st.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionTrue}, {Type: v1.PodReady, Status: v1.ConditionTrue}, warm}
+	reportAndEvent()
+	require.Len(t, statusPatches(cs), 2)
+	require.NotContains(t, statusPatches(cs)[1], "example.com/gate\"")
+	got = inAPI(t, cs, pod).Status
+	require.Equal(t, v1.PodRunning, got.Phase)
+	require.Empty(t, got.Message)
+	require.Equal(t, []v1.PodIP{{IP: "10.64.0.2"}}, got.PodIPs)
+	require.ElementsMatch(t, []v1.PodCondition{gate, {Type: v1.PodScheduled, Status: v1.ConditionTrue}, {Type: v1.PodReady, Status: v1.ConditionTrue}, warm},
+		got.Conditions)
+	report()
+	require.Len(t, statusPatches(cs), 2, "nothing changed")
 
-	// A condition the provider owns is written as it reports it.
+	// A kubelet condition the provider no longer reports is removed.
 	prov.st = prov.st.DeepCopy()
-	prov.st.Conditions = append(prov.st.Conditions, v1.PodCondition{Type: "provider.example.com/Warm", Status: v1.ConditionTrue})
-	_, err = s.report(ctx, cached, nil)
-	require.NoError(t, err)
+	prov.st.Conditions = prov.st.Conditions[1:]
+	reportAndEvent()
 	require.Len(t, statusPatches(cs), 3)
+	require.ElementsMatch(t, []v1.PodCondition{gate, {Type: v1.PodReady, Status: v1.ConditionTrue}, warm}, inAPI(t, cs, pod).Status.Conditions)
 
-	got := c.withStatus(cached)
-	require.Equal(t, v1.PodRunning, got.Status.Phase)
-	require.Equal(t, "10.0.0.1", got.Status.HostIP)
-	require.True(t, got.Status.StartTime.Equal(&started))
-	require.Len(t, got.Status.Conditions, 3, "the full status: %v", got.Status.Conditions)
+	// The kubelet API's view: the provider's status merged into the API's.
+	view := s.current(ctx, c.pod(pod.UID))
+	require.Equal(t, v1.PodRunning, view.Status.Phase)
+	require.Len(t, view.Status.Conditions, 3, "the full status: %v", view.Status.Conditions)
 
 	// After a restart (or a shard taken over) the cache knows the API's
 	// status from the informer alone: an unchanged pod is not patched.
-	inAPI, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-	require.NoError(t, err)
-	s.cache = cacheOf(t, cs, true, inAPI)
-	_, err = s.report(ctx, s.cache.pod(pod.UID), nil)
-	require.NoError(t, err)
+	c = cacheOf(t, cs, true, inAPI(t, cs, pod))
+	s.cache = c
+	report()
 	require.Len(t, statusPatches(cs), 3, "nothing changed across the restart")
 
-	s.cache.forget(pod.UID)
-	require.Same(t, cached, s.cache.withStatus(cached))
+	// Another writer changes a field the agent owns: it is put back.
+	changed := inAPI(t, cs, pod)
+	changed.Status.Phase = v1.PodPending
+	_, err := cs.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, changed, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	event()
+	reportAndEvent()
+	require.Len(t, statusPatches(cs), 4)
+	require.Equal(t, v1.PodRunning, inAPI(t, cs, pod).Status.Phase)
 }
 
 func TestPodCacheKeepsLittleOfOtherNodesPods(t *testing.T) {
@@ -133,7 +175,7 @@ func TestPodCacheKeepsLittleOfOtherNodesPods(t *testing.T) {
 	require.Equal(t, &podEntry{namespace: other.Namespace, name: other.Name, uid: other.UID,
 		resourceVersion: other.ResourceVersion, node: "real-node"}, got)
 	require.Nil(t, got.decode())
-	_, known := c.lastStatus(other.UID)
+	_, known := c.lastSum(other.UID)
 	require.False(t, known)
 
 	mine := other.DeepCopy()
@@ -167,7 +209,7 @@ func TestPodCacheKeepsLittleOfOtherNodesPods(t *testing.T) {
 	require.NoError(t, c.inf.GetIndexer().Update(recreated))
 	c.onUpdate(trimmed, recreated) // the relist's update: old UID, new UID
 	require.Nil(t, c.pod(mine.UID))
-	_, known = c.lastStatus(mine.UID)
+	_, known = c.lastSum(mine.UID)
 	require.False(t, known, "nothing is left of the replaced pod")
 	require.NotNil(t, c.pod("recreated"))
 	c.onUpdate(recreated, recreated)
