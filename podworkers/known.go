@@ -67,7 +67,7 @@ func (w *Workers) removeIfDone(logger klog.Logger, st *podState, orphan bool) bo
 		case !st.started() && !st.observedRuntime:
 			logger.V(4).Info("Pod is orphaned and has not been started")
 		case !st.terminationRequested():
-			st.terminatingAt = w.cfg.Clock.Now()
+			st.terminating = true
 			st.grace, _ = effectiveGracePeriod(st.grace, st.pod(w.cfg.LookupPod), nil)
 			w.requeueLast(st)
 			if st.cancel != nil {

@@ -13,7 +13,9 @@ import (
 // are guarded by Workers.mu. An idle pod holds only this struct, its last
 // update and a queue entry: no goroutine and no channel.
 type podState struct {
-	uid      types.UID
+	uid types.UID
+	// fullname is the static pod's full name ("" for other pods): static
+	// pods run one at a time per full name.
 	fullname string
 
 	// pending is the latest update not yet seen by a worker; a newer update
@@ -38,14 +40,18 @@ type podState struct {
 
 	// lastSyncAt is when the previous sync returned; the status barrier
 	// waits for status newer than this.
-	lastSyncAt    time.Time
-	startedAt     time.Time
-	terminatingAt time.Time
-	terminatedAt  time.Time
-	grace         gracePeriod
-	statusFn      StatusFunc
-	completed     []chan<- struct{}
+	lastSyncAt time.Time
+	grace      gracePeriod
+	statusFn   StatusFunc
+	completed  []chan<- struct{}
 
+	// hasStarted: the pod's first sync began; terminating: termination
+	// was requested; hasTerminated: its containers are stopped. (Flags,
+	// not times: a worker per pod, 10,000 of them on a virtual node
+	// agent, is 64 bytes smaller.)
+	hasStarted         bool
+	terminating        bool
+	hasTerminated      bool
 	startedTerminating bool
 	deleted            bool
 	evicted            bool
@@ -54,9 +60,9 @@ type podState struct {
 	observedRuntime    bool
 }
 
-func (s *podState) terminationRequested() bool { return !s.terminatingAt.IsZero() }
-func (s *podState) terminated() bool           { return !s.terminatedAt.IsZero() }
-func (s *podState) started() bool              { return !s.startedAt.IsZero() }
+func (s *podState) terminationRequested() bool { return s.terminating }
+func (s *podState) terminated() bool           { return s.hasTerminated }
+func (s *podState) started() bool              { return s.hasStarted }
 
 // state is the lifecycle state reported to callers.
 func (s *podState) state() State {

@@ -9,6 +9,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 // unit is one sync of one pod, prepared under the lock and run without it.
@@ -57,7 +59,7 @@ func (w *Workers) begin(ctx context.Context, st *podState) *unit {
 		if !w.allowStart(logger, st, upd) {
 			return nil
 		}
-		st.startedAt = w.cfg.Clock.Now()
+		st.hasStarted = true
 	}
 	st.merge(upd)
 	if !st.hydrate(w.cfg.LookupPod) {
@@ -91,6 +93,9 @@ func (w *Workers) begin(ctx context.Context, st *podState) *unit {
 func (w *Workers) allowStart(logger klog.Logger, st *podState, upd *Update) bool {
 	if upd.Pod == nil || !w.cfg.IsStatic(upd.Pod) {
 		return true
+	}
+	if st.fullname == "" { // first seen as a runtime pod
+		st.fullname = kubetypes.FullNameOf(upd.Pod.Name, upd.Pod.Namespace)
 	}
 	if st.terminationRequested() {
 		logger.V(4).Info("Static pod was terminated before it started")
@@ -174,23 +179,23 @@ func (w *Workers) finish(u *unit, terminal bool, err error) bool {
 		w.due[st.uid] = now.Add(w.backOff(err))
 	case u.work == StateTerminated:
 		u.logger.V(4).Info("Pod is complete and the worker can now stop")
-		w.finishPod(st, now)
+		w.finishPod(st)
 		return false
 	case u.work == StateTerminating && u.runtime != nil:
 		u.logger.V(4).Info("Pod terminated all orphaned containers successfully and worker can now stop")
-		w.finishPod(st, now)
+		w.finishPod(st)
 		w.forget(st)
 		return false
 	case u.work == StateTerminating:
 		u.logger.V(4).Info("Pod terminated all containers successfully")
-		st.terminatedAt = now
+		st.hasTerminated = true
 		st.closeCompleted()
 		st.statusFn = nil
 		transition = true
 	case terminal:
 		u.logger.V(4).Info("Pod is terminal")
 		if !st.terminationRequested() {
-			st.terminatingAt = now
+			st.terminating = true
 			st.grace, _ = effectiveGracePeriod(st.grace, st.active.Pod, nil)
 		}
 		st.startedTerminating = true
@@ -236,10 +241,8 @@ func (w *Workers) backOff(err error) time.Duration {
 
 // finishPod marks st finished: no more syncs until SyncKnownPods forgets it.
 // Called with mu held.
-func (w *Workers) finishPod(st *podState, now time.Time) {
-	if st.terminatedAt.IsZero() {
-		st.terminatedAt = now
-	}
+func (w *Workers) finishPod(st *podState) {
+	st.hasTerminated = true
 	st.finished = true
 	st.working = false
 	st.pending = nil
@@ -252,7 +255,7 @@ func (w *Workers) finishPod(st *podState, now time.Time) {
 // finishUnstarted finishes a pod terminated before it ever started; no
 // Syncer method runs for it. Called with mu held.
 func (w *Workers) finishUnstarted(st *podState) {
-	w.finishPod(st, w.cfg.Clock.Now())
+	w.finishPod(st)
 }
 
 // requeueLast replays the pod's last update unless an update is already

@@ -64,9 +64,10 @@ func (w *Workers) UpdatePod(ctx context.Context, u Update) error {
 	st, known := w.pods[uid]
 	if !known {
 		logger.V(4).Info("Pod is being synced for the first time")
-		st = &podState{uid: uid, fullname: kubetypes.FullNameOf(name, namespace)}
+		st = &podState{uid: uid}
 		w.pods[uid] = st
 		if u.Pod != nil && w.cfg.IsStatic(u.Pod) {
+			st.fullname = kubetypes.FullNameOf(name, namespace)
 			w.waitStatic(st)
 		}
 	}
@@ -129,7 +130,7 @@ func (w *Workers) applyTermination(logger klog.Logger, st *podState, u *Update, 
 			closeKill(u.Kill)
 			return false, false, false
 		}
-		st.terminatingAt = w.cfg.Clock.Now()
+		st.terminating = true
 		became = true
 	}
 	if st.terminated() {
