@@ -36,11 +36,12 @@
 //     (podstatus.Merge: conditions others own stay, a terminal phase stays)
 //     and patched (strategic merge, UID precondition) only when that
 //     differs. The agent keeps a 64-bit digest of the API's status of each
-//     pod beside the informer, not the status: "differs" compares digests,
-//     and each patch sets every status field the agent owns (nulls for the
-//     empty ones, the IP lists and the kubelet's conditions whole), so it
-//     needs no copy of what the server has, and leaves what others own
-//     alone. The informer keeps each pod of a managed node encoded,
+//     pod beside the informer, and which of its parts are set, not the
+//     status: "differs" compares digests, and each patch sends every status
+//     field the agent owns that the cached pod does not show unchanged
+//     (the IP lists and conditions whole) and clears what the server has
+//     and the new status lacks, so it needs no copy of the server's status,
+//     and leaves what others own alone. The informer keeps each pod of a managed node encoded,
 //     decoded for each event and sync (with TrimPodStatus with only the
 //     status fields the agent does not write and the few a provider
 //     adopting a pod reads), and the workers drop the pod of an idle worker

@@ -26,13 +26,14 @@ import (
 // a small pod) rather than a v1.Pod (1.2 KB for the struct alone, before
 // its contents).
 //
-// Beside the informer it keeps a digest (statusSum) of the status the API
-// server has for each pod of a managed node as far as the agent knows: of
-// the latest informer event's, or of the agent's own patch since. "Report
-// or not" compares digests, and the agent's patches need no copy of the
-// server's status (ownedStatusPatch), so the encoded pods can do without
-// most of their status (Config.TrimPodStatus): a pod at rest costs its
-// encoding and 8 bytes of status digest.
+// Beside the informer it keeps a digest (statusSum) and the shape
+// (statusShape) of the status the API server has for each pod of a managed
+// node as far as the agent knows: of the latest informer event's, or of the
+// agent's own patch since. "Report or not" compares digests, and the
+// agent's patches need no copy of the server's status (ownedStatusPatch),
+// so the encoded pods can do without most of their status
+// (Config.TrimPodStatus): a pod at rest costs its encoding and 16 bytes of
+// status mark.
 type podCache struct {
 	inf     cache.SharedIndexInformer
 	managed func(nodeName string) bool
@@ -50,9 +51,16 @@ type podRecord struct {
 	// entry is the pod's latest entry, as transformed (it may be ahead of
 	// the informer's store by the events not yet handled).
 	entry *podEntry
-	// sum is the digest of the status the API server has, as far as
-	// known.
-	sum uint64
+	// mark is the digest and shape of the status the API server has, as
+	// far as known.
+	mark statusMark
+}
+
+// statusMark is what the cache keeps of a pod's status: its digest
+// (statusSum) and its shape.
+type statusMark struct {
+	sum   uint64
+	shape statusShape
 }
 
 // podEntry is what the informer keeps of a pod. It satisfies
@@ -165,6 +173,7 @@ func (c *podCache) transform(p *v1.Pod, trim bool) (*podEntry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("virtualnode: pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
+	mark := statusMark{sum: sum, shape: shapeOf(&p.Status)}
 	q := *p
 	q.ManagedFields = nil
 	if trim {
@@ -174,26 +183,26 @@ func (c *podCache) transform(p *v1.Pod, trim bool) (*podEntry, error) {
 		return nil, fmt.Errorf("virtualnode: encode pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	c.mu.Lock()
-	c.pods[p.UID] = podRecord{entry: e, sum: sum}
+	c.pods[p.UID] = podRecord{entry: e, mark: mark}
 	c.mu.Unlock()
 	return e, nil
 }
 
-// lastSum returns the digest of the status the API server has for uid, as
-// far as known.
-func (c *podCache) lastSum(uid types.UID) (uint64, bool) {
+// lastStatus returns the mark of the status the API server has for uid,
+// as far as known.
+func (c *podCache) lastStatus(uid types.UID) (statusMark, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.pods[uid]
-	return r.sum, ok
+	return r.mark, ok
 }
 
-// reported records sum, the digest of the status the agent just patched.
-func (c *podCache) reported(uid types.UID, sum uint64) {
+// reported records the mark of the status the agent just patched.
+func (c *podCache) reported(uid types.UID, mark statusMark) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if r, ok := c.pods[uid]; ok { // not a pod deleted meanwhile
-		r.sum = sum
+		r.mark = mark
 		c.pods[uid] = r
 	}
 }

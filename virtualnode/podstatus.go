@@ -65,53 +65,144 @@ func othersStatusField(name string) bool {
 	return false
 }
 
+// statusShape tells which parts of a pod status are set: bit i for the
+// i-th field of v1.PodStatus when not empty, and from bit 32 four bits per
+// condition type the kubelet owns (by index in
+// podstatus.KubeletConditionTypes): present, reason, message, observed
+// generation set. Kept beside the digest of the API server's status, it
+// lets a patch clear exactly what the server has and the new status lacks
+// without a copy of the server's status.
+type statusShape uint64
+
+// unknownShape is the shape of a status not seen: everything may be set.
+const unknownShape = ^statusShape(0)
+
+// shapeOf returns the shape of s.
+func shapeOf(s *v1.PodStatus) statusShape {
+	var sh statusShape
+	v := reflect.ValueOf(s).Elem()
+	for i := range min(v.NumField(), 32) {
+		if f := v.Field(i); !emptyValue(f) {
+			sh |= 1 << i
+		}
+	}
+	types := podstatus.KubeletConditionTypes()
+	for i := range s.Conditions {
+		if j := slices.Index(types, s.Conditions[i].Type); j >= 0 && j < 8 {
+			sh |= conditionSet(&s.Conditions[i]) << (32 + 4*j)
+		}
+	}
+	return sh
+}
+
+// conditionSet returns a condition's four shape bits: present, reason,
+// message, observed generation set.
+func conditionSet(c *v1.PodCondition) statusShape {
+	bits := statusShape(1)
+	if c.Reason != "" {
+		bits |= 2
+	}
+	if c.Message != "" {
+		bits |= 4
+	}
+	if c.ObservedGeneration != 0 {
+		bits |= 8
+	}
+	return bits
+}
+
+// conditionBits returns the shape's four bits of the j-th kubelet
+// condition type (all set for a type past the shape's room).
+func (sh statusShape) conditionBits(j int) statusShape {
+	if j >= 8 {
+		return 15
+	}
+	return sh >> (32 + 4*j) & 15
+}
+
+// emptyValue reports whether a field is left out of its JSON encoding
+// (omitempty).
+func emptyValue(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Slice, reflect.Map:
+		return v.Len() == 0
+	}
+	return v.IsZero()
+}
+
 // ownedStatusPatch returns a strategic merge patch of the status
 // subresource that makes every status field the agent owns equal to
-// status's whatever the API server has, so that it needs no copy of the
-// server's status: fields status lacks are null, the pod and host IP lists
-// and nested objects are replaced whole, and each condition is sent whole
-// (its empty fields null) if the kubelet owns its type or status changed
-// it from found's; a kubelet-owned condition status lacks is deleted. The
-// fields others write and their unchanged conditions are not in it. The
-// pod's UID is a precondition.
-func ownedStatusPatch(uid types.UID, found, status *v1.PodStatus) ([]byte, error) {
+// status's, given found (the API server's status as the cache has it,
+// possibly trimmed) and server (the shape of the server's full status).
+// It needs no copy of the server's status: a field status lacks is null if
+// the server has it; one status has is sent unless found has it equal (the
+// pod and host IP lists whole, nested objects replaced); a condition is
+// sent whole unless found has it equal, its empty fields null where the
+// server's has them; a kubelet-owned condition status lacks is deleted if
+// the server has it. The fields others write and their unchanged
+// conditions are not in it. The pod's UID is a precondition.
+func ownedStatusPatch(uid types.UID, found, status *v1.PodStatus, server statusShape) ([]byte, error) {
 	st, err := jsonObject(status)
 	if err != nil {
 		return nil, err
 	}
-	nullMissing(st, reflect.TypeFor[v1.PodStatus](), func(name string) bool { return name == "conditions" })
-	for name := range st {
-		if othersStatusField(name) {
-			delete(st, name)
+	typ := reflect.TypeFor[v1.PodStatus]()
+	fv, sv := reflect.ValueOf(found).Elem(), reflect.ValueOf(status).Elem()
+	for i := range typ.NumField() {
+		name := jsonName(typ.Field(i))
+		if name == "" || name == "conditions" {
+			continue
 		}
-	}
-	for name, v := range st {
-		switch v := v.(type) {
-		case map[string]any: // resources, allocatedResources
-			v["$patch"] = "replace"
-		case []any:
-			if name == "podIPs" || name == "hostIPs" { // merged by IP otherwise
-				st[name] = append([]any{map[string]any{"$patch": "replace"}}, v...)
+		v, set := st[name]
+		switch {
+		case othersStatusField(name):
+			delete(st, name)
+		case !set:
+			if i >= 32 || server&(1<<i) != 0 {
+				st[name] = nil
+			}
+		case apiequality.Semantic.DeepEqual(fv.Field(i).Interface(), sv.Field(i).Interface()):
+			delete(st, name) // unchanged
+		default:
+			switch v := v.(type) {
+			case map[string]any: // resources, allocatedResources
+				v["$patch"] = "replace"
+			case []any:
+				if name == "podIPs" || name == "hostIPs" { // merged by IP otherwise
+					st[name] = append([]any{map[string]any{"$patch": "replace"}}, v...)
+				}
 			}
 		}
 	}
+	types := podstatus.KubeletConditionTypes()
 	var conds []any
-	sent := map[v1.PodConditionType]bool{}
 	for _, c := range status.Conditions {
-		if !podstatus.OwnedByKubelet(c.Type) && slices.ContainsFunc(found.Conditions, func(f v1.PodCondition) bool {
-			return apiequality.Semantic.DeepEqual(f, c)
-		}) {
+		prev := conditionOf(found, c.Type)
+		if prev != nil && apiequality.Semantic.DeepEqual(*prev, c) {
 			continue
 		}
 		obj, err := jsonObject(&c)
 		if err != nil {
 			return nil, err
 		}
-		nullMissing(obj, reflect.TypeFor[v1.PodCondition](), nil)
-		conds, sent[c.Type] = append(conds, obj), true
+		// What the server's condition has set: found's says exactly; of a
+		// kubelet-owned type a trimmed found lacks, the shape; a condition
+		// of another type found lacks is new.
+		var had statusShape
+		if prev != nil {
+			had = conditionSet(prev)
+		} else if j := slices.Index(types, c.Type); j >= 0 {
+			had = server.conditionBits(j)
+		}
+		for bit, name := range map[statusShape]string{2: "reason", 4: "message", 8: "observedGeneration"} {
+			if _, set := obj[name]; !set && had&bit != 0 {
+				obj[name] = nil
+			}
+		}
+		conds = append(conds, obj)
 	}
-	for _, t := range podstatus.KubeletConditionTypes() {
-		if !sent[t] {
+	for j, t := range types {
+		if conditionOf(status, t) == nil && server.conditionBits(j)&1 != 0 {
 			conds = append(conds, map[string]any{"type": string(t), "$patch": "delete"})
 		}
 	}
@@ -123,6 +214,15 @@ func ownedStatusPatch(uid types.UID, found, status *v1.PodStatus) ([]byte, error
 		return nil, fmt.Errorf("virtualnode: status patch: %w", err)
 	}
 	return patch, nil
+}
+
+func conditionOf(s *v1.PodStatus, t v1.PodConditionType) *v1.PodCondition {
+	for i := range s.Conditions {
+		if s.Conditions[i].Type == t {
+			return &s.Conditions[i]
+		}
+	}
+	return nil
 }
 
 // jsonObject returns v's JSON encoding as a map (numbers kept exact).
@@ -140,19 +240,13 @@ func jsonObject(v any) (map[string]any, error) {
 	return obj, nil
 }
 
-// nullMissing sets to null each field of struct type t (by JSON name) that
-// obj, t's JSON encoding, lacks, unless skip says so: in a merge patch
-// that clears the field.
-func nullMissing(obj map[string]any, t reflect.Type, skip func(name string) bool) {
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if name == "" || name == "-" || (skip != nil && skip(name)) {
-			continue
-		}
-		if _, set := obj[name]; !set {
-			obj[name] = nil
-		}
+// jsonName returns the JSON name of a struct field, "" if it has none.
+func jsonName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	if name == "-" {
+		return ""
 	}
+	return name
 }
 
 // statusSum returns a digest of status: equal statuses have equal sums

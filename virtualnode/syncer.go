@@ -95,12 +95,12 @@ func (s *syncer) report(ctx context.Context, pod *v1.Pod, statusFn podworkers.St
 	if err != nil || st == nil {
 		return st, err
 	}
-	last, known := s.cache.lastSum(pod.UID)
+	last, known := s.cache.lastStatus(pod.UID)
 	sum, err := statusSum(s.cache.seed, st)
 	if err != nil {
 		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	if known && sum == last {
+	if known && sum == last.sum {
 		return st, nil // the steady state: the API server has the provider's status
 	}
 	found := &pod.Status
@@ -111,10 +111,13 @@ func (s *syncer) report(ctx context.Context, pod *v1.Pod, statusFn podworkers.St
 	if sum, err = statusSum(s.cache.seed, merged); err != nil {
 		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	if (known && sum == last) || (!known && !StatusChanged(found, merged)) {
+	if (known && sum == last.sum) || (!known && !StatusChanged(found, merged)) {
 		return st, nil
 	}
-	patch, err := ownedStatusPatch(pod.UID, found, merged)
+	if !known {
+		last.shape = unknownShape
+	}
+	patch, err := ownedStatusPatch(pod.UID, found, merged, last.shape)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +130,7 @@ func (s *syncer) report(ctx context.Context, pod *v1.Pod, statusFn podworkers.St
 	if err != nil {
 		return nil, fmt.Errorf("patch status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	s.cache.reported(pod.UID, sum)
+	s.cache.reported(pod.UID, statusMark{sum: sum, shape: shapeOf(merged)})
 	return st, nil
 }
 

@@ -99,6 +99,10 @@ func TestReportPatchesOwnedStatus(t *testing.T) {
 	reportAndEvent()
 	require.Len(t, statusPatches(cs), 1, "the first report differs from the API's copy")
 	require.NotContains(t, statusPatches(cs)[0], "example.com/gate", "another's condition is not sent")
+	for _, f := range []string{"containerStatuses", "reason", "resources", "observedGeneration"} {
+		require.NotContains(t, statusPatches(cs)[0], `"`+f+`":null`, "nothing to clear: the API's copy has none of it")
+	}
+	require.NotContains(t, statusPatches(cs)[0], "qosClass", "unchanged fields are not sent")
 	got := inAPI(t, cs, pod).Status
 	require.Equal(t, v1.PodPending, got.Phase)
 	require.Equal(t, "10.0.0.1", got.HostIP)
@@ -139,6 +143,8 @@ func TestReportPatchesOwnedStatus(t *testing.T) {
 	prov.st.Conditions = prov.st.Conditions[1:]
 	reportAndEvent()
 	require.Len(t, statusPatches(cs), 3)
+	require.Contains(t, statusPatches(cs)[2], `{"$patch":"delete","type":"PodScheduled"}`)
+	require.NotContains(t, statusPatches(cs)[2], `"type":"Initialized"`, "a condition the API's copy never had is not deleted")
 	require.ElementsMatch(t, []v1.PodCondition{gate, {Type: v1.PodReady, Status: v1.ConditionTrue}, warm}, inAPI(t, cs, pod).Status.Conditions)
 
 	// The kubelet API's view: the provider's status merged into the API's.
@@ -175,7 +181,7 @@ func TestPodCacheKeepsLittleOfOtherNodesPods(t *testing.T) {
 	require.Equal(t, &podEntry{namespace: other.Namespace, name: other.Name, uid: other.UID,
 		resourceVersion: other.ResourceVersion, node: "real-node"}, got)
 	require.Nil(t, got.decode())
-	_, known := c.lastSum(other.UID)
+	_, known := c.lastStatus(other.UID)
 	require.False(t, known)
 
 	mine := other.DeepCopy()
@@ -209,7 +215,7 @@ func TestPodCacheKeepsLittleOfOtherNodesPods(t *testing.T) {
 	require.NoError(t, c.inf.GetIndexer().Update(recreated))
 	c.onUpdate(trimmed, recreated) // the relist's update: old UID, new UID
 	require.Nil(t, c.pod(mine.UID))
-	_, known = c.lastSum(mine.UID)
+	_, known = c.lastStatus(mine.UID)
 	require.False(t, known, "nothing is left of the replaced pod")
 	require.NotNil(t, c.pod("recreated"))
 	c.onUpdate(recreated, recreated)
