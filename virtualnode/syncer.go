@@ -168,7 +168,6 @@ func (s *syncer) merge(pod *v1.Pod, found, st *v1.PodStatus) *v1.PodStatus {
 			merged.Conditions = podstatus.ReplaceCondition(merged.Conditions, c)
 		}
 	}
-	merged.Conditions = orderLike(found.Conditions, merged.Conditions)
 	return &merged
 }
 
@@ -184,25 +183,4 @@ func (s *syncer) current(ctx context.Context, pod *v1.Pod) *v1.Pod {
 	p := *pod
 	p.Status = *s.merge(pod, &pod.Status, st)
 	return &p
-}
-
-// orderLike returns cs with the types found has in found's order, the
-// others after them: the order of a list does not make a status change.
-func orderLike(found, cs []v1.PodCondition) []v1.PodCondition {
-	out := make([]v1.PodCondition, 0, len(cs))
-	placed := make(map[v1.PodConditionType]bool, len(cs))
-	for _, f := range found {
-		for _, c := range cs {
-			if c.Type == f.Type && !placed[c.Type] {
-				out, placed[c.Type] = append(out, c), true
-				break
-			}
-		}
-	}
-	for _, c := range cs {
-		if !placed[c.Type] {
-			out = append(out, c)
-		}
-	}
-	return out
 }
