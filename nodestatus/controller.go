@@ -31,8 +31,9 @@ type Controller struct {
 	mu         sync.Mutex // serializes Sync; guards the fields below
 	registered bool
 	// last is the server's Node as of our last read or write, protobuf
-	// encoded without its managed fields (a quarter of a decoded Node, which
-	// counts for an agent of a thousand virtual nodes); nil: none.
+	// encoded without its managed fields (a fraction of a decoded Node's
+	// size, which counts for an agent of a thousand virtual nodes); nil:
+	// none.
 	last       []byte
 	lastUID    types.UID
 	lastReport time.Time     // last successful status patch
