@@ -254,8 +254,9 @@ func jsonName(f reflect.StructField) string {
 // one a differing sum but for a 2^-64 chance.
 func statusSum(seed maphash.Seed, status *v1.PodStatus) (uint64, error) {
 	s := *status
-	if !slices.IsSortedFunc(s.Conditions, byConditionType) {
-		s.Conditions = slices.SortedFunc(slices.Values(s.Conditions), byConditionType)
+	if !slices.IsSortedFunc(s.Conditions, byConditionType) { // sorted: no copy
+		s.Conditions = slices.Clone(s.Conditions)
+		slices.SortFunc(s.Conditions, byConditionType)
 	}
 	enc, err := s.Marshal()
 	if err != nil {

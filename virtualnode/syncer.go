@@ -3,6 +3,7 @@ package virtualnode
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -136,7 +137,8 @@ func (s *syncer) report(ctx context.Context, pod *v1.Pod, statusFn podworkers.St
 
 // provided returns the provider's status of pod as the agent reports it
 // (after statusFn, with the node's host IP and the pod's QoS class), nil if
-// the provider has no record.
+// the provider has no record. It may share lists with the provider's: read
+// only.
 func (s *syncer) provided(ctx context.Context, pod *v1.Pod, statusFn podworkers.StatusFunc) (*v1.PodStatus, error) {
 	st, err := s.cfg.Provider.PodStatus(ctx, pod)
 	if err != nil {
@@ -145,15 +147,18 @@ func (s *syncer) provided(ctx context.Context, pod *v1.Pod, statusFn podworkers.
 	if st == nil {
 		return nil, nil
 	}
-	st = st.DeepCopy()
+	// A shallow copy (the provider's lists stay shared and are only read),
+	// deep only for statusFn to change.
+	out := *st
 	if statusFn != nil {
-		statusFn(st)
+		out = *st.DeepCopy()
+		statusFn(&out)
 	}
 	if ip := s.hostIP(pod.Spec.NodeName); ip != "" {
-		st.HostIP, st.HostIPs = ip, []v1.HostIP{{IP: ip}}
+		out.HostIP, out.HostIPs = ip, []v1.HostIP{{IP: ip}}
 	}
-	st.QOSClass = pod.Status.QOSClass
-	return st, nil
+	out.QOSClass = pod.Status.QOSClass
+	return &out, nil
 }
 
 // merge returns the provider's status st merged into found, the API
@@ -168,6 +173,7 @@ func (s *syncer) merge(pod *v1.Pod, found, st *v1.PodStatus) *v1.PodStatus {
 			merged.Conditions = podstatus.ReplaceCondition(merged.Conditions, c)
 		}
 	}
+	slices.SortFunc(merged.Conditions, byConditionType)
 	return &merged
 }
 
