@@ -231,7 +231,7 @@ func (m *Manager) SetContainerReadiness(uid types.UID, containerID string, ready
 		now := metav1.NewTime(m.cfg.Clock.Now())
 		containersReady, podReady := ReadyConditions(pod, s)
 		for _, c := range []v1.PodCondition{containersReady, podReady} {
-			if old := findCondition(s.Conditions, c.Type); old != nil {
+			if old := FindCondition(s.Conditions, c.Type); old != nil {
 				if old.Status == c.Status {
 					c.LastTransitionTime = old.LastTransitionTime
 				} else {

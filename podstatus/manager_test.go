@@ -147,7 +147,7 @@ func TestTerminalPhaseIsFinal(t *testing.T) {
 	got, err := c.CoreV1().Pods("ns").Get(ctx, "done", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, v1.PodSucceeded, got.Status.Phase)
-	assert.Equal(t, v1.ConditionFalse, findCondition(got.Status.Conditions, v1.PodReady).Status)
+	assert.Equal(t, v1.ConditionFalse, FindCondition(got.Status.Conditions, v1.PodReady).Status)
 }
 
 func TestFinishWritesTheFinalStatusThenDeletes(t *testing.T) {
@@ -222,10 +222,10 @@ func TestContainerReadinessWithoutAPodSync(t *testing.T) {
 	m.SetContainerReadiness("u1", "containerd://a", true)
 	s, _ := m.PodStatus("u1")
 	assert.True(t, s.ContainerStatuses[0].Ready)
-	cr := findCondition(s.Conditions, v1.ContainersReady)
+	cr := FindCondition(s.Conditions, v1.ContainersReady)
 	assert.Equal(t, v1.ConditionTrue, cr.Status)
 	assert.Equal(t, t1, cr.LastTransitionTime)
-	ready := findCondition(s.Conditions, v1.PodReady)
+	ready := FindCondition(s.Conditions, v1.PodReady)
 	assert.Equal(t, v1.ConditionFalse, ready.Status, "held by the readiness gate")
 	assert.Equal(t, "ReadinessGatesNotReady", ready.Reason)
 

@@ -157,7 +157,7 @@ func ReadyConditions(pod *v1.Pod, s *v1.PodStatus) (containersReady, ready v1.Po
 	}
 	var gates []string
 	for _, g := range pod.Spec.ReadinessGates {
-		c := findCondition(pod.Status.Conditions, g.ConditionType)
+		c := FindCondition(pod.Status.Conditions, g.ConditionType)
 		switch {
 		case c == nil:
 			gates = append(gates, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", string(g.ConditionType)))
@@ -171,7 +171,9 @@ func ReadyConditions(pod *v1.Pod, s *v1.PodStatus) (containersReady, ready v1.Po
 	return containersReady, ready
 }
 
-func findCondition(cs []v1.PodCondition, t v1.PodConditionType) *v1.PodCondition {
+// FindCondition returns the condition of type t in cs (a pointer into cs),
+// or nil.
+func FindCondition(cs []v1.PodCondition, t v1.PodConditionType) *v1.PodCondition {
 	for i := range cs {
 		if cs[i].Type == t {
 			return &cs[i]

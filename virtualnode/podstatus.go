@@ -177,7 +177,7 @@ func ownedStatusPatch(uid types.UID, found, status *v1.PodStatus, server statusS
 	types := podstatus.KubeletConditionTypes()
 	var conds []any
 	for _, c := range status.Conditions {
-		prev := conditionOf(found, c.Type)
+		prev := podstatus.FindCondition(found.Conditions, c.Type)
 		if prev != nil && apiequality.Semantic.DeepEqual(*prev, c) {
 			continue
 		}
@@ -202,7 +202,7 @@ func ownedStatusPatch(uid types.UID, found, status *v1.PodStatus, server statusS
 		conds = append(conds, obj)
 	}
 	for j, t := range types {
-		if conditionOf(status, t) == nil && server.conditionBits(j)&1 != 0 {
+		if podstatus.FindCondition(status.Conditions, t) == nil && server.conditionBits(j)&1 != 0 {
 			conds = append(conds, map[string]any{"type": string(t), "$patch": "delete"})
 		}
 	}
@@ -214,15 +214,6 @@ func ownedStatusPatch(uid types.UID, found, status *v1.PodStatus, server statusS
 		return nil, fmt.Errorf("virtualnode: status patch: %w", err)
 	}
 	return patch, nil
-}
-
-func conditionOf(s *v1.PodStatus, t v1.PodConditionType) *v1.PodCondition {
-	for i := range s.Conditions {
-		if s.Conditions[i].Type == t {
-			return &s.Conditions[i]
-		}
-	}
-	return nil
 }
 
 // jsonObject returns v's JSON encoding as a map (numbers kept exact).
