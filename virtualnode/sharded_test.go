@@ -141,7 +141,17 @@ func TestShardedTakeover(t *testing.T) {
 	}
 	doneA := run(a)
 	// Poll in real time, stepping the fake clock a quarter second between
-	// looks, so every goroutine sees each step.
+	// looks. After a step, wait (a while at most) until the goroutines whose
+	// timers fired have armed their next ones: on a loaded machine fake time
+	// would otherwise run ahead of a replica still busy with its last round,
+	// and the replica would look slower than it is.
+	step := func() {
+		armed := clk.Waiters()
+		clk.Step(250 * time.Millisecond)
+		for deadline := time.Now().Add(time.Second); clk.Waiters() < armed && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}
 	advanceUntil := func(msg string, cond func() bool, check func()) {
 		t.Helper()
 		require.Eventually(t, func() bool {
@@ -149,9 +159,9 @@ func TestShardedTakeover(t *testing.T) {
 			if cond() {
 				return true
 			}
-			clk.Step(250 * time.Millisecond)
+			step()
 			return false
-		}, 30*time.Second, 10*time.Millisecond, msg)
+		}, 60*time.Second, 10*time.Millisecond, msg)
 	}
 	noOverlap := func() {
 		for _, i := range a.Leading() {

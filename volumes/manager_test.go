@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
@@ -83,6 +85,7 @@ type testEnv struct {
 	recorder *record.FakeRecorder
 	clock    *clocktesting.FakeClock
 	objects  *objects.Cache
+	watches  atomic.Int32
 }
 
 func newEnv(t *testing.T, objs ...runtime.Object) *testEnv {
@@ -99,6 +102,15 @@ func newEnv(t *testing.T, objs ...runtime.Object) *testEnv {
 		tr.Status.Token = "token-" + string(rune('0'+tokens))
 		tr.Status.ExpirationTimestamp = metav1.NewTime(e.clock.Now().Add(time.Duration(*tr.Spec.ExpirationSeconds) * time.Second))
 		return true, tr, nil
+	})
+	// The fake's own watch, counted once it is open: an object deleted
+	// between a cache's list and its watch would never reach the cache.
+	e.client.PrependWatchReactor("*", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := e.client.Tracker().Watch(a.GetResource(), a.GetNamespace(), a.(k8stesting.WatchActionImpl).ListOptions)
+		if err == nil {
+			e.watches.Add(1)
+		}
+		return true, w, err
 	})
 	oc, err := objects.New(objects.Config{Client: e.client})
 	require.NoError(t, err)
@@ -393,6 +405,7 @@ func TestRefreshFailureOfAVolumeSetUpOnceOnlyWarns(t *testing.T) {
 	pod := testPod(v1.Volume{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
 		LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}}})
 	require.NoError(t, e.setUp(ctx, pod))
+	require.Eventually(t, func() bool { return e.watches.Load() > 0 }, 5*time.Second, time.Millisecond, "the cache watches the config map")
 	require.NoError(t, e.client.CoreV1().ConfigMaps("ns").Delete(ctx, "cfg", metav1.DeleteOptions{}))
 	require.Eventually(t, func() bool {
 		require.NoError(t, e.setUp(ctx, pod), "a running pod is not held back")
