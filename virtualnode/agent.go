@@ -14,9 +14,6 @@ import (
 	"github.com/nodekit/nodekit/podworkers"
 )
 
-// byNode is the informer index of pods by node name.
-const byNode = "node"
-
 // Agent runs many virtual nodes in one process: one lease controller for all
 // of them, one nodestatus controller per node (synced by a bounded pool),
 // one pod informer and one set of pod workers. Build it with New and call

@@ -201,12 +201,10 @@ func (p agentPods) GetPodByName(namespace, name string) (*v1.Pod, bool) {
 }
 
 func (p agentPods) GetPods() []*v1.Pod {
-	idx := p.a.pods.GetIndexer()
 	var pods []*v1.Pod
 	for _, n := range p.a.nodes {
-		objs, _ := idx.ByIndex(byNode, n.name)
-		for _, o := range objs {
-			if pod := entryOf(o).decode(); pod != nil {
+		for _, e := range p.a.cache.podsOn(n.name) {
+			if pod := e.decode(); pod != nil {
 				pods = append(pods, p.a.syncer.current(context.Background(), pod))
 			}
 		}

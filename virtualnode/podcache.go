@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync"
+	"unique"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,6 +45,10 @@ type podCache struct {
 	// pods has a record of each pod of a managed node, by UID (cheaper than
 	// an index, which keeps a set per UID).
 	pods map[types.UID]podRecord
+	// onNode lists the UIDs of each managed node's pods in pods, in no
+	// order (an informer index by node kept a set of keys per node: 1.5 MB
+	// for 10,000 pods on 1,000 nodes, ten times these lists).
+	onNode map[string][]types.UID
 }
 
 // podRecord is what the cache keeps of a pod of a managed node beside the
@@ -67,20 +73,28 @@ type statusMark struct {
 // metav1.ObjectMetaAccessor, which the informer's key function and its
 // resync detection use.
 type podEntry struct {
-	namespace, name, resourceVersion string
-	uid                              types.UID
-	node                             string
-	phase                            v1.PodPhase
-	deleting                         bool // the pod has a deletion timestamp
+	name, resourceVersion string
+	uid                   types.UID
+	// namespace and node are interned: the pods of a namespace, of a node,
+	// share one copy of its name.
+	namespace, node unique.Handle[string]
+	phase           v1.PodPhase // the API's constant where it is one
+	deleting        bool        // the pod has a deletion timestamp
 	// enc is the protobuf encoding of the pod the agent hands out (a pod
-	// of a managed node; nil otherwise).
+	// of a managed node; nil otherwise), without the fields above, which
+	// decode puts back: each decoded pod shares the entry's strings, so
+	// what the workers and the provider keep of a pod (its UID, name and
+	// namespace) is not a copy per decoding.
 	enc []byte
 }
 
 // GetObjectMeta implements metav1.ObjectMetaAccessor.
 func (e *podEntry) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Namespace: e.namespace, Name: e.name, UID: e.uid, ResourceVersion: e.resourceVersion}
+	return &metav1.ObjectMeta{Namespace: e.namespace.Value(), Name: e.name, UID: e.uid, ResourceVersion: e.resourceVersion}
 }
+
+// nodeName returns the name of the node the pod is bound to.
+func (e *podEntry) nodeName() string { return e.node.Value() }
 
 // decode returns the pod of a managed node's entry, or nil (a pod of
 // another node, or an encoding that does not decode, which cannot happen
@@ -93,6 +107,8 @@ func (e *podEntry) decode() *v1.Pod {
 	if p.Unmarshal(e.enc) != nil {
 		return nil
 	}
+	p.Name, p.Namespace, p.UID, p.ResourceVersion = e.name, e.namespace.Value(), e.uid, e.resourceVersion
+	p.Spec.NodeName, p.Status.Phase = e.node.Value(), e.phase
 	return p
 }
 
@@ -114,15 +130,9 @@ func newPodCache(cfg Config, managed func(nodeName string) bool) *podCache {
 	}
 	// The wrapper keeps the client's word on watch-list support (fake
 	// clientsets have none).
-	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, cfg.Client), &v1.Pod{}, 0, cache.Indexers{
-		byNode: func(obj any) ([]string, error) {
-			if e, ok := obj.(*podEntry); ok {
-				return []string{e.node}, nil
-			}
-			return nil, nil
-		},
-	})
-	c := &podCache{inf: inf, managed: managed, seed: maphash.MakeSeed(), pods: map[types.UID]podRecord{}}
+	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, cfg.Client), &v1.Pod{}, 0, cache.Indexers{})
+	c := &podCache{inf: inf, managed: managed, seed: maphash.MakeSeed(), pods: map[types.UID]podRecord{},
+		onNode: map[string][]types.UID{}}
 	_ = inf.SetTransform(func(obj any) (any, error) {
 		if p, ok := obj.(*v1.Pod); ok {
 			return c.transform(p, cfg.TrimPodStatus)
@@ -164,8 +174,8 @@ func entryOf(obj any) *podEntry {
 // provider adopting a running pod read, and its status recorded in encoded
 // form. p is not modified.
 func (c *podCache) transform(p *v1.Pod, trim bool) (*podEntry, error) {
-	e := &podEntry{namespace: p.Namespace, name: p.Name, resourceVersion: p.ResourceVersion, uid: p.UID,
-		node: p.Spec.NodeName, phase: p.Status.Phase, deleting: p.DeletionTimestamp != nil}
+	e := &podEntry{namespace: unique.Make(p.Namespace), name: p.Name, resourceVersion: p.ResourceVersion, uid: p.UID,
+		node: unique.Make(p.Spec.NodeName), phase: knownPhase(p.Status.Phase), deleting: p.DeletionTimestamp != nil}
 	if !c.managed(p.Spec.NodeName) {
 		return e, nil
 	}
@@ -179,13 +189,59 @@ func (c *podCache) transform(p *v1.Pod, trim bool) (*podEntry, error) {
 	if trim {
 		q.Status = trimStatus(&p.Status)
 	}
+	q.Name, q.Namespace, q.UID, q.ResourceVersion, q.Spec.NodeName, q.Status.Phase = "", "", "", "", "", ""
 	if e.enc, err = q.Marshal(); err != nil {
 		return nil, fmt.Errorf("virtualnode: encode pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.pods[p.UID]; !ok {
+		c.onNode[e.nodeName()] = append(c.onNode[e.nodeName()], p.UID)
+	} else if old.entry.node != e.node { // a pod's node never changes
+		c.unlist(old.entry.nodeName(), p.UID)
+		c.onNode[e.nodeName()] = append(c.onNode[e.nodeName()], p.UID)
+	}
 	c.pods[p.UID] = podRecord{entry: e, mark: mark}
-	c.mu.Unlock()
 	return e, nil
+}
+
+// knownPhase returns the API's constant equal to phase, or phase: the
+// entries of pods in one phase share its text.
+func knownPhase(phase v1.PodPhase) v1.PodPhase {
+	for _, k := range [...]v1.PodPhase{v1.PodRunning, v1.PodPending, v1.PodSucceeded, v1.PodFailed, v1.PodUnknown} {
+		if phase == k {
+			return k
+		}
+	}
+	return phase
+}
+
+// unlist removes uid from node's list. Called with mu held.
+func (c *podCache) unlist(node string, uid types.UID) {
+	uids := c.onNode[node]
+	i := slices.Index(uids, uid)
+	if i < 0 {
+		return
+	}
+	uids[i] = uids[len(uids)-1]
+	uids = uids[:len(uids)-1]
+	if len(uids) == 0 {
+		delete(c.onNode, node)
+		return
+	}
+	c.onNode[node] = uids
+}
+
+// podsOn returns the latest entries of a managed node's pods.
+func (c *podCache) podsOn(node string) []*podEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	uids := c.onNode[node]
+	entries := make([]*podEntry, 0, len(uids))
+	for _, uid := range uids {
+		entries = append(entries, c.pods[uid].entry)
+	}
+	return entries
 }
 
 // lastStatus returns the mark of the status the API server has for uid,
@@ -211,7 +267,10 @@ func (c *podCache) reported(uid types.UID, mark statusMark) {
 func (c *podCache) forget(uid types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.pods, uid)
+	if r, ok := c.pods[uid]; ok {
+		c.unlist(r.entry.nodeName(), uid)
+		delete(c.pods, uid)
+	}
 }
 
 // trimStatus returns what the cache keeps of a pod's status with

@@ -145,7 +145,7 @@ func (a *Agent) managesNode(name string) bool {
 // DeletedFinalStateUnknown) if it is bound to a managed node; nil
 // otherwise.
 func (a *Agent) managedPod(obj any) *v1.Pod {
-	if e := entryOf(obj); e != nil && a.managesNode(e.node) {
+	if e := entryOf(obj); e != nil && a.managesNode(e.nodeName()) {
 		return e.decode()
 	}
 	return nil
@@ -154,7 +154,7 @@ func (a *Agent) managedPod(obj any) *v1.Pod {
 // lookupPod is the workers' LookupPod: the latest pod of a managed node
 // with that UID, decoded afresh, or nil.
 func (a *Agent) lookupPod(uid types.UID) *v1.Pod {
-	if e := a.cache.entry(uid); e != nil && a.managesNode(e.node) {
+	if e := a.cache.entry(uid); e != nil && a.managesNode(e.nodeName()) {
 		return e.decode()
 	}
 	return nil
@@ -257,7 +257,7 @@ func (a *Agent) housekeeping(ctx context.Context) {
 	var mine []*podEntry
 	desired := make(sets.Set[types.UID], len(objs))
 	for _, o := range objs {
-		if e, ok := o.(*podEntry); ok && a.managesNode(e.node) {
+		if e, ok := o.(*podEntry); ok && a.managesNode(e.nodeName()) {
 			mine = append(mine, e)
 			desired.Insert(e.uid)
 		}

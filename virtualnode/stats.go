@@ -25,16 +25,11 @@ func (a *Agent) nodeSummary(ctx context.Context, node string) (*statsapi.Summary
 		return nil, nil
 	}
 	sp := a.cfg.Provider.(StatsProvider)
-	objs, err := a.pods.GetIndexer().ByIndex(byNode, node)
-	if err != nil {
-		return nil, fmt.Errorf("virtualnode: pods of node %s: %w", node, err)
-	}
 	now := metav1.NewTime(a.cfg.Clock.Now())
 	var nanoCores, coreNanos, workingSet uint64
 	sum := &statsapi.Summary{Node: statsapi.NodeStats{NodeName: node, StartTime: metav1.NewTime(a.started)}}
-	for _, o := range objs {
-		e := entryOf(o)
-		if e == nil || e.phase != v1.PodRunning {
+	for _, e := range a.cache.podsOn(node) {
+		if e.phase != v1.PodRunning {
 			continue
 		}
 		pod := e.decode()

@@ -5,10 +5,13 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unique"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -178,8 +181,8 @@ func TestPodCacheKeepsLittleOfOtherNodesPods(t *testing.T) {
 	c := cacheOf(t, fake.NewClientset(), false)
 	got, err := c.transform(other, false)
 	require.NoError(t, err)
-	require.Equal(t, &podEntry{namespace: other.Namespace, name: other.Name, uid: other.UID,
-		resourceVersion: other.ResourceVersion, node: "real-node"}, got)
+	require.Equal(t, &podEntry{namespace: unique.Make(other.Namespace), name: other.Name, uid: other.UID,
+		resourceVersion: other.ResourceVersion, node: unique.Make("real-node")}, got)
 	require.Nil(t, got.decode())
 	_, known := c.lastStatus(other.UID)
 	require.False(t, known)
@@ -191,10 +194,14 @@ func TestPodCacheKeepsLittleOfOtherNodesPods(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, v1.PodRunning, full.phase)
 	decoded := full.decode()
-	require.Nil(t, decoded.ManagedFields)
-	require.Equal(t, mine.Status, decoded.Status)
-	require.Equal(t, mine.Labels, decoded.Labels)
+	want := mine.DeepCopy()
+	want.ManagedFields = nil
+	require.Equal(t, want, decoded, "the pod without its managed fields")
 	require.NotNil(t, mine.ManagedFields, "the client's object is not modified")
+	for _, s := range [][2]string{{string(full.uid), string(decoded.UID)}, {full.name, decoded.Name},
+		{full.namespace.Value(), decoded.Namespace}, {full.nodeName(), decoded.Spec.NodeName}} {
+		require.Same(t, unsafe.StringData(s[0]), unsafe.StringData(s[1]), "a decoded pod shares the entry's %q", s[0])
+	}
 	trimmed, err := c.transform(mine, true)
 	require.NoError(t, err)
 	require.Equal(t, v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.1.0.1"}, trimmed.decode().Status)
@@ -222,6 +229,44 @@ func TestPodCacheKeepsLittleOfOtherNodesPods(t *testing.T) {
 	require.NotNil(t, c.pod("recreated"), "an update of the same pod keeps it")
 	c.onDelete(cache.DeletedFinalStateUnknown{Key: key, Obj: recreated})
 	require.Nil(t, c.pod("recreated"))
+}
+
+// TestPodCacheListsPodsByNode: the pods of a managed node, as they come and
+// go.
+func TestPodCacheListsPodsByNode(t *testing.T) {
+	c := newPodCache(Config{Client: fake.NewClientset()}, func(node string) bool { return node != "real-node" })
+	add := func(name, node string) *podEntry {
+		p := testPod(v1.RestartPolicyAlways, nil)
+		p.Name, p.UID, p.Spec.NodeName = name, types.UID("uid-"+name), node
+		e, err := c.transform(p, true)
+		require.NoError(t, err)
+		return e
+	}
+	names := func(node string) []string {
+		var n []string
+		for _, e := range c.podsOn(node) {
+			n = append(n, e.name)
+		}
+		return n
+	}
+	add("a", "vn-0")
+	b := add("b", "vn-0")
+	add("c", "vn-1")
+	add("d", "real-node")
+	require.ElementsMatch(t, []string{"a", "b"}, names("vn-0"))
+	require.ElementsMatch(t, []string{"c"}, names("vn-1"))
+	require.Empty(t, names("real-node"), "another node's pods are not kept")
+	require.Empty(t, names("vn-2"))
+
+	b2 := add("b", "vn-0") // an update
+	require.ElementsMatch(t, []string{"a", "b"}, names("vn-0"))
+	require.Same(t, b2, c.podsOn("vn-0")[slices.IndexFunc(c.podsOn("vn-0"), func(e *podEntry) bool { return e.name == "b" })], "the latest entry")
+	c.onDelete(b)
+	require.ElementsMatch(t, []string{"a"}, names("vn-0"))
+	c.onDelete(c.entry("uid-a"))
+	require.Empty(t, names("vn-0"))
+	require.Empty(t, c.onNode["vn-0"])
+	require.ElementsMatch(t, []string{"c"}, names("vn-1"))
 }
 
 func TestStatusChanged(t *testing.T) {
