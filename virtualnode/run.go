@@ -251,8 +251,8 @@ func (a *Agent) housekeepingDue(now time.Time) bool {
 func (a *Agent) housekeeping(ctx context.Context) {
 	a.dispatch.Lock()
 	defer a.dispatch.Unlock()
-	// One pass over the informer's list: cheaper than a by-node index
-	// lookup per virtual node, each of which builds a set and a list.
+	// One pass over the informer's list (the agent's nodes may be some of
+	// those of a cache shared by shards).
 	objs := a.pods.GetIndexer().List()
 	var mine []*podEntry
 	desired := make(sets.Set[types.UID], len(objs))
