@@ -171,8 +171,9 @@ func entryOf(obj any) *podEntry {
 // transform returns the entry the informer keeps of p: of a pod of another
 // node its identity; of a managed pod also its encoding, without managed
 // fields and, with trim, with only the status fields the agent and a
-// provider adopting a running pod read, and its status recorded in encoded
-// form. p is not modified.
+// provider adopting a running pod read. It records the pod's entry, the
+// digest and shape of its status, and lists it under its node. p is not
+// modified.
 func (c *podCache) transform(p *v1.Pod, trim bool) (*podEntry, error) {
 	e := &podEntry{namespace: unique.Make(p.Namespace), name: p.Name, resourceVersion: p.ResourceVersion, uid: p.UID,
 		node: unique.Make(p.Spec.NodeName), phase: knownPhase(p.Status.Phase), deleting: p.DeletionTimestamp != nil}
