@@ -196,10 +196,7 @@ func (c *podCache) transform(p *v1.Pod, trim bool) (*podEntry, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.pods[p.UID]; !ok {
-		c.onNode[e.nodeName()] = append(c.onNode[e.nodeName()], p.UID)
-	} else if old.entry.node != e.node { // a pod's node never changes
-		c.unlist(old.entry.nodeName(), p.UID)
+	if _, ok := c.pods[p.UID]; !ok { // a bound pod's node never changes
 		c.onNode[e.nodeName()] = append(c.onNode[e.nodeName()], p.UID)
 	}
 	c.pods[p.UID] = podRecord{entry: e, mark: mark}
