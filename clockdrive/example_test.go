@@ -10,6 +10,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/nodekit/nodekit/clockdrive"
+	"github.com/nodekit/nodekit/kubeclient/clientset"
 	"github.com/nodekit/nodekit/lease"
 )
 
@@ -18,7 +19,7 @@ import (
 func Example() {
 	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	cs := fake.NewClientset()
-	leases, err := lease.New(lease.Config{Client: cs.CoordinationV1(), NodeName: "node-1", Clock: clk, RenewJitter: -1})
+	leases, err := lease.New(lease.Config{Client: clientset.Wrap(cs), NodeName: "node-1", Clock: clk, RenewJitter: -1})
 	if err != nil {
 		panic(err)
 	}

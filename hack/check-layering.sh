@@ -4,8 +4,11 @@
 #  - each block package imports no other block package, except the edges
 #    named in its doc.go (below); leaves (containerid, kubetypes, clockctx,
 #    clockdrive, crisim, podenv, downward, cgroups, allocation, podmanager,
-#    objects, containergc) may be imported by anyone;
-#  - no block imports examples/ or another package's internal/.
+#    objects, containergc, kubeclient) may be imported by anyone;
+#  - no block imports examples/ or another package's internal/;
+#  - the node-path blocks and the virtual-nodes program do not link
+#    client-go's clientset (its scheme of every API group): they take
+#    kubeclient's interfaces.
 set -eu
 cd "$(dirname "$0")/.."
 mod=github.com/nodekit/nodekit
@@ -32,5 +35,11 @@ for p in $blocks; do
     echo "$p imports another package's internal/"; bad=1
   fi
 done
-[ $bad -eq 0 ] && echo "layering ok: no k8s.io/kubernetes, blocks independent but for the named edges"
+narrow="./lease ./nodestatus ./podstatus ./kubeletapi ./virtualnode ./virtualnode/simulated ./examples/virtualnodes"
+if go list -deps $narrow | grep -qE '^k8s.io/client-go/kubernetes(/scheme)?$'; then
+  echo "a node-path block or examples/virtualnodes links client-go's clientset (use kubeclient):"
+  for p in $narrow; do go list -deps "$p" | grep -qE '^k8s.io/client-go/kubernetes(/scheme)?$' && echo "  $p"; done
+  bad=1
+fi
+[ $bad -eq 0 ] && echo "layering ok: no k8s.io/kubernetes, blocks independent but for the named edges, node path without the clientset"
 exit $bad

@@ -5,7 +5,6 @@ import (
 	cryptox509 "crypto/x509"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -18,25 +17,23 @@ import (
 	"k8s.io/apiserver/pkg/authentication/request/x509"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // buildAuth builds the authenticator and authorizer from cfg as the
 // kubelet's delegating configuration does: x509 client certificates, then
 // bearer tokens by TokenReview, the authenticated group added, anonymous
-// last if enabled; SubjectAccessReviews or always allow. caFile, when not
-// nil, must be watched to follow changes of the client CA file.
-func buildAuth(cfg *Config) (authenticator.Request, authorizer.Authorizer, *clientCAFile, error) {
-	var caFile *clientCAFile
+// last if enabled; SubjectAccessReviews or always allow.
+func buildAuth(cfg *Config) (authenticator.Request, authorizer.Authorizer, error) {
 	authn := cfg.Authenticator
 	if authn == nil {
 		var methods []authenticator.Request
 		if cfg.Auth.ClientCAFile != "" {
-			var err error
-			caFile, err = newClientCAFile(cfg.Auth.ClientCAFile)
+			caFile, err := newClientCAFile(cfg.Auth.ClientCAFile, cfg.Clock)
 			if err != nil {
-				return nil, nil, nil, fmt.Errorf("%w: client CA file: %w", ErrInvalidConfig, err)
+				return nil, nil, fmt.Errorf("%w: client CA file: %w", ErrInvalidConfig, err)
 			}
 			methods = append(methods, x509.NewDynamic(caFile.VerifyOptions, x509.CommonNameUserConversion))
 		}
@@ -60,7 +57,7 @@ func buildAuth(cfg *Config) (authenticator.Request, authorizer.Authorizer, *clie
 			authz = alwaysAllow{}
 		}
 	}
-	return authn, authz, caFile, nil
+	return authn, authz, nil
 }
 
 // alwaysAllow is --authorization-mode=AlwaysAllow.
@@ -70,67 +67,47 @@ func (alwaysAllow) Authorize(context.Context, authorizer.Attributes) (authorizer
 	return authorizer.DecisionAllow, "", nil
 }
 
-// clientCAFile is the client CA bundle of the x509 authenticator: the
-// file's content as New read it, then, from watch on (Run), the staging
-// file watcher's. The watcher is not made in New because it runs
-// goroutines from its creation, which a Server that is never run (Handler
-// only) must not leave behind.
+// clientCAFile is the client CA bundle of the x509 authenticator, re-read
+// when the file changes.
 type clientCAFile struct {
-	filename string
+	files *reloadingFiles
 
-	mu      sync.RWMutex
-	current dynamiccertificates.CAContentProvider
+	mu   sync.RWMutex
+	opts cryptox509.VerifyOptions
 }
 
-var _ dynamiccertificates.CAContentProvider = (*clientCAFile)(nil)
-
-func newClientCAFile(filename string) (*clientCAFile, error) {
-	b, err := os.ReadFile(filename)
+func newClientCAFile(filename string, clk clock.PassiveClock) (*clientCAFile, error) {
+	c := &clientCAFile{}
+	files, err := newReloadingFiles(clk, c.load, filename)
 	if err != nil {
 		return nil, err
 	}
-	static, err := dynamiccertificates.NewStaticCAContent("client-ca-bundle", b)
-	if err != nil {
-		return nil, err
-	}
-	return &clientCAFile{filename: filename, current: static}, nil
+	c.files = files
+	return c, nil
 }
 
-// watch starts following the file: the returned content must be run until
-// Run ends.
-func (c *clientCAFile) watch() (*dynamiccertificates.DynamicFileCAContent, error) {
-	// Checked first: the staging constructor leaks its queue's goroutine
-	// when it fails.
-	if _, err := newClientCAFile(c.filename); err != nil {
-		return nil, fmt.Errorf("kubeletapi: client CA file: %w", err)
-	}
-	dyn, err := dynamiccertificates.NewDynamicCAContentFromFile("client-ca-bundle", c.filename)
+// load parses a bundle into the options the apiserver's client-CA content
+// gives: its certificates as roots, client authentication required.
+func (c *clientCAFile) load(contents [][]byte) error {
+	pool, err := certutil.NewPoolFromBytes(contents[0])
 	if err != nil {
-		return nil, fmt.Errorf("kubeletapi: client CA file: %w", err)
+		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.current = dyn
-	return dyn, nil
+	c.opts = cryptox509.VerifyOptions{Roots: pool, Intermediates: cryptox509.NewCertPool(),
+		KeyUsages: []cryptox509.ExtKeyUsage{cryptox509.ExtKeyUsageClientAuth}}
+	return nil
 }
 
-func (c *clientCAFile) provider() dynamiccertificates.CAContentProvider {
+// VerifyOptions is the x509 authenticator's VerifyOptionFunc: the current
+// bundle, after a look at the file.
+func (c *clientCAFile) VerifyOptions() (cryptox509.VerifyOptions, bool) {
+	_ = c.files.check() // a bad new file keeps the bundle last loaded
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.current
+	return c.opts, true
 }
-
-func (c *clientCAFile) Name() string { return "client-ca-bundle::" + c.filename }
-
-func (c *clientCAFile) CurrentCABundleContent() []byte { return c.provider().CurrentCABundleContent() }
-
-func (c *clientCAFile) VerifyOptions() (cryptox509.VerifyOptions, bool) {
-	return c.provider().VerifyOptions()
-}
-
-// AddListener does nothing: the x509 authenticator asks VerifyOptions on
-// every request.
-func (c *clientCAFile) AddListener(dynamiccertificates.Listener) {}
 
 // isSubpath reports whether p is path or below it ("/stats" and
 // "/stats/summary" are under "/stats/").

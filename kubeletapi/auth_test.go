@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/nodekit/nodekit/kubeclient/clientset"
 	"github.com/nodekit/nodekit/kubeletapi"
 )
 
@@ -249,7 +250,7 @@ func TestDelegatedAuth(t *testing.T) {
 	cs, err := kubernetes.NewForConfig(&rest.Config{Host: api.URL, ContentConfig: rest.ContentConfig{ContentType: "application/json"}})
 	require.NoError(t, err)
 	srv, _ := newServer(t, func(c *kubeletapi.Config) {
-		c.Auth = kubeletapi.AuthConfig{TokenReview: cs.AuthenticationV1(), SubjectAccessReview: cs.AuthorizationV1()}
+		c.Auth = kubeletapi.AuthConfig{TokenReview: clientset.Wrap(cs), SubjectAccessReview: clientset.Wrap(cs)}
 	})
 	h := srv.Handler()
 

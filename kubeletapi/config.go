@@ -11,10 +11,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	authenticationclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
-	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
+
+	"github.com/nodekit/nodekit/kubeclient"
 )
 
 // Defaults of the kubelet (v1.36).
@@ -87,9 +87,11 @@ type Config struct {
 	ReadOnlyListener net.Listener
 
 	// TLSCertFile and TLSKeyFile are the serving certificate and key
-	// (--tls-cert-file, --tls-private-key-file). They are re-read when the
-	// files change. Both empty: a self-signed certificate for NodeName and
-	// NodeIPs is generated in memory.
+	// (--tls-cert-file, --tls-private-key-file). They are re-read when they
+	// change (looked at during handshakes, at most once a second of Clock);
+	// a pair that does not load leaves the previous one in service. Both
+	// empty: a self-signed certificate for NodeName and NodeIPs is
+	// generated in memory.
 	TLSCertFile, TLSKeyFile string
 	// NodeIPs are added to the self-signed certificate's names.
 	NodeIPs []net.IP
@@ -167,12 +169,13 @@ type Config struct {
 // configuration (KubeletConfiguration.authentication/authorization).
 type AuthConfig struct {
 	// ClientCAFile enables x509 client-certificate authentication
-	// (--client-ca-file); re-read when it changes. The certificate's
+	// (--client-ca-file); re-read when it changes, as the serving
+	// certificate files are. The certificate's
 	// common name is the user, its organizations the groups.
 	ClientCAFile string
 	// TokenReview enables bearer-token authentication through TokenReview
 	// (--authentication-token-webhook). nil: tokens are not accepted.
-	TokenReview authenticationclient.AuthenticationV1Interface
+	TokenReview kubeclient.TokenReviewsGetter
 	// Anonymous lets unauthenticated requests through as
 	// system:anonymous (--anonymous-auth). Default false.
 	Anonymous bool
@@ -185,7 +188,7 @@ type AuthConfig struct {
 	AlwaysAllow bool
 	// SubjectAccessReview authorizes requests through the API server
 	// (--authorization-mode=Webhook).
-	SubjectAccessReview authorizationclient.AuthorizationV1Interface
+	SubjectAccessReview kubeclient.SubjectAccessReviewsGetter
 	// AuthorizationAllowTTL and AuthorizationDenyTTL cache decisions.
 	// Defaults 5m and 30s.
 	AuthorizationAllowTTL, AuthorizationDenyTTL time.Duration

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodekit/nodekit/kubeletapi"
 	"github.com/nodekit/nodekit/kubeletapi/kubeletapitest"
@@ -186,7 +187,8 @@ func TestRunClientCertificates(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, status(), "no certificate, anonymous off")
 	require.Len(t, authz.recorded(), 1, "no authorization without authentication")
 
-	// The client CA file is followed while Run runs.
+	// The client CA file is followed: looked at again, at most once a
+	// second, when a certificate is verified.
 	writeFileAtomic(t, caFile, otherCA.pem)
 	require.Eventually(t, func() bool { return status(mallory) == http.StatusOK }, 10*time.Second, 20*time.Millisecond)
 	require.Equal(t, http.StatusUnauthorized, status(alice))
@@ -304,6 +306,9 @@ func TestRunEndsFollowsOnShutdown(t *testing.T) {
 	_, _ = io.ReadAll(r) // the stream ends (cleanly or cut)
 }
 
+// TestRunCertificateFilesGone checks that files removed after New (a
+// rotation that deletes before it writes) leave the loaded certificates in
+// service: the serving certificate and the client CA stay as they were.
 func TestRunCertificateFilesGone(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	dir := t.TempDir()
@@ -316,23 +321,26 @@ func TestRunCertificateFilesGone(t *testing.T) {
 	ca, err := newCA("client-ca")
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(caFile, ca.pem, 0o600))
+	alice := ca.clientCert(t, "alice")
 
-	for _, gone := range []string{keyFile, caFile} {
-		api := listen(t)
-		srv, _ := newServer(t, func(c *kubeletapi.Config) {
-			c.Listener, c.HealthzAddr = api, kubeletapi.Disabled
-			c.TLSCertFile, c.TLSKeyFile = certFile, keyFile
-			c.Auth.ClientCAFile = caFile
-		})
-		content, err := os.ReadFile(gone)
-		require.NoError(t, err)
-		require.NoError(t, os.Remove(gone))
-		err = srv.Run(context.Background())
-		require.Error(t, err, "%s removed after New", gone)
-		_, err = api.Accept()
-		require.Error(t, err, "the given listener is closed")
-		require.NoError(t, os.WriteFile(gone, content, 0o600))
+	api := listen(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	srv, _ := newServer(t, func(c *kubeletapi.Config) {
+		c.Listener, c.HealthzAddr = api, kubeletapi.Disabled
+		c.TLSCertFile, c.TLSKeyFile = certFile, keyFile
+		c.Auth = kubeletapi.AuthConfig{ClientCAFile: caFile, AlwaysAllow: true}
+		c.Clock = clk
+	})
+	for _, f := range []string{certFile, keyFile, caFile} {
+		require.NoError(t, os.Remove(f))
 	}
+	defer startServer(t, srv)()
+	clk.Step(time.Minute) // the files are looked at again
+	resp, err := httpsClient(alice).Get("https://" + api.Addr().String() + "/pods")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "alice still authenticated by the CA loaded first")
+	require.NotEmpty(t, resp.TLS.PeerCertificates, "served with the certificate loaded first")
 }
 
 // TestRunServeError checks that a listener failing while serving ends Run
@@ -342,7 +350,7 @@ func TestRunServeError(t *testing.T) {
 	api, healthz := listen(t), listen(t)
 	srv, _ := newServer(t, func(c *kubeletapi.Config) {
 		c.Listener, c.HealthzListener = api, healthz
-		c.Auth.ClientCAFile = servingCertFile // a watcher to stop too
+		c.Auth.ClientCAFile = servingCertFile
 	})
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(context.Background()) }()

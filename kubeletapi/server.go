@@ -20,9 +20,8 @@ import (
 type Server struct {
 	cfg     Config
 	cert    *servingCert
-	caFile  *clientCAFile // nil without a client CA file
-	secure  http.Handler  // authenticated routes
-	open    http.Handler  // read-only routes without authentication
+	secure  http.Handler // authenticated routes
+	open    http.Handler // read-only routes without authentication
 	metrics *serverMetrics
 }
 
@@ -36,11 +35,11 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	authn, authz, caFile, err := buildAuth(&cfg)
+	authn, authz, err := buildAuth(&cfg)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, cert: cert, caFile: caFile}
+	s := &Server{cfg: cfg, cert: cert}
 	if cfg.Registerer != nil {
 		if s.metrics, err = newServerMetrics(cfg.Registerer); err != nil {
 			return nil, err
@@ -180,9 +179,6 @@ func (s *Server) Run(ctx context.Context) error {
 		open("healthz", s.cfg.HealthzListener, s.cfg.HealthzAddr, healthz, false),
 		open("read-only", s.cfg.ReadOnlyListener, s.cfg.ReadOnlyAddr, s.instrument("readonly", s.open), false),
 	)
-	if err == nil {
-		err = s.watchFiles(goRun)
-	}
 	if err != nil {
 		closeAll()
 		return err
@@ -202,26 +198,6 @@ func (s *Server) Run(ctx context.Context) error {
 	case err := <-errs:
 		return err
 	}
-}
-
-// watchFiles follows the client CA and serving certificate files with the
-// staging file watchers, run by goRun until Run ends.
-func (s *Server) watchFiles(goRun func(func(context.Context))) error {
-	if s.caFile != nil {
-		caFile, err := s.caFile.watch()
-		if err != nil {
-			return err
-		}
-		goRun(func(ctx context.Context) { caFile.Run(ctx, 1) })
-	}
-	files, err := s.cert.watch()
-	if err != nil {
-		return err
-	}
-	if files != nil {
-		goRun(func(ctx context.Context) { files.Run(ctx, 1) })
-	}
-	return nil
 }
 
 // httpServer builds a server whose request contexts end with ctx, so that

@@ -1,42 +1,38 @@
 package kubeletapi
 
 import (
-	"bytes"
 	"crypto/tls"
 	"fmt"
 	"sync"
 
-	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/klog/v2"
 )
 
-// servingCert hands out the serving certificate: a fixed self-signed one,
-// or the certificate files' content, parsed once per change. The files are
-// loaded once by New and followed only while Run runs (watch): the staging
-// file watcher runs goroutines from its creation, which a Server that is
-// never run (Handler only) must not leave behind.
+// servingCert hands out the serving certificate: the host's
+// (Config.GetCertificate), the certificate files' content, re-read when
+// they change, or a fixed self-signed one.
 type servingCert struct {
-	certFile, keyFile string // empty: self-signed
-	get               func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	get   func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	files *reloadingFiles // nil: self-signed
 
-	mu        sync.Mutex
-	files     *dynamiccertificates.DynamicCertKeyPairContent // set by watch
-	cert, key []byte
-	parsed    *tls.Certificate
+	mu     sync.Mutex
+	parsed *tls.Certificate
 }
 
 func newServingCert(cfg *Config) (*servingCert, error) {
 	if cfg.GetCertificate != nil {
 		return &servingCert{get: cfg.GetCertificate}, nil
 	}
+	s := &servingCert{}
 	if cfg.TLSCertFile != "" {
-		pair, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
+		files, err := newReloadingFiles(cfg.Clock, s.load, cfg.TLSCertFile, cfg.TLSKeyFile)
 		if err != nil {
 			return nil, fmt.Errorf("%w: serving certificate: %w", ErrInvalidConfig, err)
 		}
-		return &servingCert{certFile: cfg.TLSCertFile, keyFile: cfg.TLSKeyFile, parsed: &pair}, nil
+		s.files = files
+		return s, nil
 	}
-	s := &servingCert{}
 	host := cfg.NodeName
 	if host == "" {
 		host = "localhost"
@@ -45,52 +41,36 @@ func newServingCert(cfg *Config) (*servingCert, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeletapi: self-signed certificate: %w", err)
 	}
-	pair, err := tls.X509KeyPair(cert, key)
-	if err != nil {
+	if err := s.load([][]byte{cert, key}); err != nil {
 		return nil, fmt.Errorf("kubeletapi: self-signed certificate: %w", err)
 	}
-	s.parsed = &pair
 	return s, nil
 }
 
-// watch starts following the certificate files: the returned content must
-// be run until Run ends. nil without files.
-func (s *servingCert) watch() (*dynamiccertificates.DynamicCertKeyPairContent, error) {
-	if s.certFile == "" {
-		return nil, nil
-	}
-	// Checked first: the staging constructor leaks its queue's goroutine
-	// when it fails.
-	if _, err := tls.LoadX509KeyPair(s.certFile, s.keyFile); err != nil {
-		return nil, fmt.Errorf("kubeletapi: serving certificate: %w", err)
-	}
-	files, err := dynamiccertificates.NewDynamicServingContentFromFiles("serving-cert", s.certFile, s.keyFile)
+// load parses a certificate and its key.
+func (s *servingCert) load(contents [][]byte) error {
+	pair, err := tls.X509KeyPair(contents[0], contents[1])
 	if err != nil {
-		return nil, fmt.Errorf("kubeletapi: serving certificate: %w", err)
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.files = files
-	return files, nil
+	s.parsed = &pair
+	return nil
 }
 
-// current returns the certificate to serve.
-func (s *servingCert) current() (*tls.Certificate, error) {
+// current returns the certificate to serve, after a look at the files: a
+// pair that does not load (say, a certificate written before its key)
+// leaves the previous one in service.
+func (s *servingCert) current(hello *tls.ClientHelloInfo) *tls.Certificate {
+	if s.files != nil {
+		if err := s.files.check(); err != nil {
+			klog.FromContext(hello.Context()).Error(err, "Serving certificate files not reloaded; the previous certificate stays in use")
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.files == nil {
-		return s.parsed, nil
-	}
-	cert, key := s.files.CurrentCertKeyContent()
-	if s.parsed != nil && bytes.Equal(cert, s.cert) && bytes.Equal(key, s.key) {
-		return s.parsed, nil
-	}
-	pair, err := tls.X509KeyPair(cert, key)
-	if err != nil {
-		return nil, err
-	}
-	s.cert, s.key, s.parsed = cert, key, &pair
-	return s.parsed, nil
+	return s.parsed
 }
 
 // tlsConfig asks for (but does not require) a client certificate: the x509
@@ -104,7 +84,7 @@ func (s *servingCert) tlsConfig() *tls.Config {
 			if s.get != nil {
 				return s.get(hello)
 			}
-			return s.current()
+			return s.current(hello), nil
 		},
 	}
 }

@@ -18,12 +18,11 @@ import (
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	authenticationclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
-	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/nodekit/nodekit/clockctx"
+	"github.com/nodekit/nodekit/kubeclient"
 )
 
 // The kubelet delegates authentication and authorization to the API server
@@ -138,7 +137,7 @@ func (c *ttlCache[V]) put(key [sha256.Size]byte, v V, ttl time.Duration) {
 // authenticated or not, are cached for ttl by the token's SHA-256 (the
 // token itself is not kept); failed reviews are not cached.
 type tokenReviewer struct {
-	client  authenticationclient.TokenReviewInterface
+	client  kubeclient.TokenReviewInterface
 	clock   clock.WithTicker
 	timeout time.Duration
 	ttl     time.Duration
@@ -183,7 +182,7 @@ func (t *tokenReviewer) AuthenticateToken(ctx context.Context, token string) (*a
 // sarAuthorizer authorizes with SubjectAccessReviews, caching allowed
 // decisions for allowTTL and the others for denyTTL, by the review asked.
 type sarAuthorizer struct {
-	client            authorizationclient.SubjectAccessReviewInterface
+	client            kubeclient.SubjectAccessReviewInterface
 	clock             clock.WithTicker
 	timeout           time.Duration
 	allowTTL, denyTTL time.Duration

@@ -9,8 +9,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
-	coordclientv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/nodekit/nodekit/kubeclient"
 )
 
 // Upstream kubelet defaults.
@@ -43,10 +44,11 @@ type NodeUIDFunc func(ctx context.Context, nodeName string) (types.UID, error)
 
 // Config configures a Controller. Zero values mean upstream kubelet defaults.
 type Config struct {
-	// Client reaches the API server; required. Pass
-	// clientset.CoordinationV1() of a heartbeat client (see
-	// HeartbeatRESTConfig) so a slow main client cannot delay heartbeats.
-	Client coordclientv1.LeasesGetter
+	// Client reaches the API server; required. Pass a heartbeat client
+	// (see HeartbeatRESTConfig) so a slow main client cannot delay
+	// heartbeats: kubeclient.NewForConfig, or a client-go clientset through
+	// kubeclient/clientset.Wrap.
+	Client kubeclient.LeasesGetter
 
 	// NodeName is the node whose lease is renewed. Leave it empty and use
 	// Names (or Add at run time) to renew many leases from one controller.

@@ -28,8 +28,9 @@
 //
 // # Host duties
 //
-//  1. Build a heartbeat client (HeartbeatRESTConfig) and pass its
-//     CoordinationV1() as Config.Client.
+//  1. Build a heartbeat client (HeartbeatRESTConfig; kubeclient.NewForConfig
+//     or a client-go clientset wrapped by kubeclient/clientset.Wrap) and
+//     pass it as Config.Client.
 //  2. Tell the controller the Node's UID for the owner reference: call
 //     SetNodeUID after registering the Node, or set Config.NodeUID (for
 //     example NodeUIDFromAPI, or a lister lookup).

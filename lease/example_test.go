@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/nodekit/nodekit/kubeclient/clientset"
 	"github.com/nodekit/nodekit/lease"
 )
 
@@ -19,7 +20,7 @@ func ExampleController_Renew() {
 	client := fake.NewClientset()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	ctl, err := lease.New(lease.Config{
-		Client:   client.CoordinationV1(),
+		Client:   clientset.Wrap(client),
 		NodeName: "node-1",
 		Clock:    clk,
 	})
@@ -40,7 +41,7 @@ func ExampleController_Renew() {
 func ExampleController_Run() {
 	client := fake.NewClientset()
 	ctl, err := lease.New(lease.Config{
-		Client:        client.CoordinationV1(),
+		Client:        clientset.Wrap(client),
 		Names:         []string{"vnode-0", "vnode-1", "vnode-2"},
 		InitialSpread: 10 * time.Second,
 		Workers:       2,

@@ -6,8 +6,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+
+	"github.com/nodekit/nodekit/kubeclient"
 )
 
 // HeartbeatRESTConfig returns a copy of base for a dedicated heartbeat
@@ -26,7 +27,7 @@ func HeartbeatRESTConfig(base *rest.Config, timeout time.Duration) *rest.Config 
 // NodeUIDFromAPI returns a NodeUIDFunc that GETs the Node from the API
 // server. The controller calls it only while the UID is unknown; hosts with a
 // Node informer should read its lister instead.
-func NodeUIDFromAPI(nodes corev1client.NodesGetter) NodeUIDFunc {
+func NodeUIDFromAPI(nodes kubeclient.NodesGetter) NodeUIDFunc {
 	return func(ctx context.Context, name string) (types.UID, error) {
 		n, err := nodes.Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {

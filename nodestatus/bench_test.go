@@ -11,6 +11,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nodekit/nodekit/kubeclient/clientset"
 )
 
 // benchSetters is a kubelet-sized setter list: 20 setters, 50 images.
@@ -59,7 +61,7 @@ func benchSetters(b *testing.B, clk *clocktesting.FakeClock) []Setter {
 // copy of the Node and decide that nothing but heartbeats changed.
 func BenchmarkStatusComputation(b *testing.B) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	ctl, err := New(Config{Client: fake.NewClientset().CoreV1(), NodeName: "n1", Setters: benchSetters(b, clk), Clock: clk})
+	ctl, err := New(Config{Client: clientset.Wrap(fake.NewClientset()), NodeName: "n1", Setters: benchSetters(b, clk), Clock: clk})
 	if err != nil {
 		b.Fatal(err)
 	}

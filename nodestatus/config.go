@@ -5,8 +5,9 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/nodekit/nodekit/kubeclient"
 )
 
 // Defaults of the kubelet.
@@ -37,12 +38,14 @@ type NodeGetter interface {
 
 // Config configures a Controller. Zero fields take the kubelet's defaults.
 type Config struct {
-	// Client creates, reads and reconciles the Node. Required.
-	Client corev1client.NodesGetter
+	// Client creates, reads and reconciles the Node. Required:
+	// kubeclient.NewForConfig, or a client-go clientset through
+	// kubeclient/clientset.Wrap.
+	Client kubeclient.NodesGetter
 	// HeartbeatClient sends status patches and the reads of retries; use a
 	// client without rate limiting and with a short timeout (see
 	// lease.HeartbeatRESTConfig). Default Client.
-	HeartbeatClient corev1client.NodesGetter
+	HeartbeatClient kubeclient.NodesGetter
 	// NodeName is the Node's name. Required.
 	NodeName string
 	// Hostname is the kubernetes.io/hostname label. Default NodeName.

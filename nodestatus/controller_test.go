@@ -24,6 +24,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nodekit/nodekit/kubeclient/clientset"
 )
 
 // agent is a controller over a fake clientset with switchable health.
@@ -62,7 +64,7 @@ func newAgent(t *testing.T, mutate func(*Config), objs ...runtime.Object) *agent
 	}}))
 	setters, err := b.Setters()
 	require.NoError(t, err)
-	cfg := Config{Client: a.cs.CoreV1(), NodeName: "n1", Setters: setters, Clock: a.clk,
+	cfg := Config{Client: clientset.Wrap(a.cs), NodeName: "n1", Setters: setters, Clock: a.clk,
 		ReportJitter: -1, Labels: map[string]string{"role": "edge"},
 		Taints: []v1.Taint{{Key: "k", Effect: v1.TaintEffectNoSchedule}}}
 	if mutate != nil {
@@ -97,11 +99,11 @@ func TestConfigValidation(t *testing.T) {
 	cs := fake.NewClientset()
 	for name, cfg := range map[string]Config{
 		"no client":        {NodeName: "n"},
-		"no name":          {Client: cs.CoreV1()},
-		"negative update":  {Client: cs.CoreV1(), NodeName: "n", UpdateFrequency: -time.Second},
-		"negative timeout": {Client: cs.CoreV1(), NodeName: "n", RequestTimeout: -1},
-		"report < update":  {Client: cs.CoreV1(), NodeName: "n", UpdateFrequency: time.Minute, ReportFrequency: time.Second},
-		"nil setter":       {Client: cs.CoreV1(), NodeName: "n", Setters: []Setter{nil}},
+		"no name":          {Client: clientset.Wrap(cs)},
+		"negative update":  {Client: clientset.Wrap(cs), NodeName: "n", UpdateFrequency: -time.Second},
+		"negative timeout": {Client: clientset.Wrap(cs), NodeName: "n", RequestTimeout: -1},
+		"report < update":  {Client: clientset.Wrap(cs), NodeName: "n", UpdateFrequency: time.Minute, ReportFrequency: time.Second},
+		"nil setter":       {Client: clientset.Wrap(cs), NodeName: "n", Setters: []Setter{nil}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := New(cfg)
@@ -434,7 +436,7 @@ func TestRunRegistrationBackoff(t *testing.T) {
 
 func TestReportJitterConvention(t *testing.T) {
 	mk := func(jitter float64, r float64) *Controller {
-		c, err := New(Config{Client: fake.NewClientset().CoreV1(), NodeName: "n1", ReportJitter: jitter,
+		c, err := New(Config{Client: clientset.Wrap(fake.NewClientset()), NodeName: "n1", ReportJitter: jitter,
 			Rand: func() float64 { return r }})
 		require.NoError(t, err)
 		return c
@@ -444,7 +446,7 @@ func TestReportJitterConvention(t *testing.T) {
 	require.Equal(t, time.Duration(0), mk(-1, 0).reportJitter(), "negative disables jitter whatever Rand says")
 	require.Equal(t, time.Duration(0), mk(-1, 0.99).reportJitter())
 	require.Equal(t, -DefaultReportFrequency/10, mk(0.1, 0).reportJitter())
-	_, err := New(Config{Client: fake.NewClientset().CoreV1(), NodeName: "n1", ReportJitter: 1})
+	_, err := New(Config{Client: clientset.Wrap(fake.NewClientset()), NodeName: "n1", ReportJitter: 1})
 	require.ErrorIs(t, err, ErrInvalidConfig)
 }
 

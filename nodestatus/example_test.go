@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/nodekit/nodekit/kubeclient/clientset"
 	"github.com/nodekit/nodekit/nodestatus"
 )
 
@@ -36,7 +37,7 @@ func Example() {
 		return
 	}
 	ctl, err := nodestatus.New(nodestatus.Config{
-		Client:   client.CoreV1(),
+		Client:   clientset.Wrap(client),
 		NodeName: "edge-1",
 		Labels:   map[string]string{"node-role.example.com/edge": ""},
 		Setters:  setters,

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/nodekit/nodekit/kubeclient/clientset"
 	"github.com/nodekit/nodekit/podstatus"
 )
 
@@ -20,7 +21,7 @@ func Example() {
 		Status: v1.PodStatus{Phase: v1.PodPending, Conditions: []v1.PodCondition{
 			{Type: "example.com/lb", Status: v1.ConditionFalse}}}}
 	client := fake.NewClientset(pod)
-	m, err := podstatus.New(podstatus.Config{Client: client})
+	m, err := podstatus.New(podstatus.Config{Client: clientset.Wrap(client)})
 	if err != nil {
 		panic(err)
 	}

@@ -17,11 +17,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/nodekit/nodekit/kubeclient"
 	"github.com/nodekit/nodekit/kubetypes"
 )
 
@@ -40,9 +40,10 @@ const (
 
 // Config configures a Manager. Zero fields take the defaults above.
 type Config struct {
-	// Client writes statuses; nil keeps them only in the cache (a
-	// standalone agent).
-	Client kubernetes.Interface
+	// Client writes statuses (kubeclient.NewForConfig, or a client-go
+	// clientset through kubeclient/clientset.Wrap); nil keeps them only in
+	// the cache (a standalone agent).
+	Client kubeclient.PodsGetter
 	// Clock drives the resync and the retry backoff. Default: real.
 	Clock clock.WithTicker
 	// CouldHaveRunningContainers tells whether the pod may still have
@@ -440,7 +441,7 @@ func (m *Manager) Sync(ctx context.Context, uid types.UID) error {
 		m.markWritten(uid, version, finish)
 		return nil
 	}
-	pods := m.cfg.Client.CoreV1().Pods(pod.Namespace)
+	pods := m.cfg.Client.Pods(pod.Namespace)
 	found, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -529,7 +530,7 @@ func (m *Manager) dropLocked(uid types.UID) {
 
 // patchStatus sends the change from found's status to status as a strategic
 // merge patch guarded by found's UID.
-func patchStatus(ctx context.Context, client kubernetes.Interface, found *v1.Pod, status v1.PodStatus) (*v1.Pod, error) {
+func patchStatus(ctx context.Context, client kubeclient.PodsGetter, found *v1.Pod, status v1.PodStatus) (*v1.Pod, error) {
 	oldJSON, err := json.Marshal(v1.Pod{Status: found.Status})
 	if err != nil {
 		return nil, err
@@ -550,7 +551,7 @@ func patchStatus(ctx context.Context, client kubernetes.Interface, found *v1.Pod
 	if patch, err = json.Marshal(body); err != nil {
 		return nil, err
 	}
-	patched, err := client.CoreV1().Pods(found.Namespace).Patch(ctx, found.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	patched, err := client.Pods(found.Namespace).Patch(ctx, found.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 	if err != nil {
 		return nil, fmt.Errorf("patch status of pod %s/%s: %w", found.Namespace, found.Name, err)
 	}

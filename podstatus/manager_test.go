@@ -21,6 +21,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	testclock "k8s.io/utils/clock/testing"
 
+	"github.com/nodekit/nodekit/kubeclient/clientset"
 	"github.com/nodekit/nodekit/syncloop"
 )
 
@@ -70,7 +71,7 @@ func TestSyncWritesOnlyWhatTheKubeletOwns(t *testing.T) {
 	pod.Status.Conditions = []v1.PodCondition{cond("example.com/gate", v1.ConditionFalse), cond(v1.DisruptionTarget, v1.ConditionTrue)}
 	pod.Status.NominatedNodeName = "n1"
 	c := fake.NewClientset(pod)
-	m := newManager(t, Config{Client: c})
+	m := newManager(t, Config{Client: clientset.Wrap(c)})
 	m.SetPodStatus(pod, runningStatus(true, "containerd://a"))
 	require.NoError(t, m.Sync(ctx, "u1"))
 	got := getPod(t, c)
@@ -102,7 +103,7 @@ func TestObserverSeesWritesAndForgets(t *testing.T) {
 	pod := apiPod("u1")
 	c := fake.NewClientset(pod)
 	o := &observer{}
-	m := newManager(t, Config{Client: c, Observer: o})
+	m := newManager(t, Config{Client: clientset.Wrap(c), Observer: o})
 	m.SetPodStatus(pod, runningStatus(true, "containerd://a"))
 	require.NoError(t, m.Sync(ctx, "u1"))
 	require.NoError(t, m.Sync(ctx, "u1")) // unchanged: no patch
@@ -115,7 +116,7 @@ func TestSyncNeverWritesARecreatedPod(t *testing.T) {
 	ctx := context.Background()
 	old := apiPod("old")
 	c := fake.NewClientset(apiPod("new")) // deleted and recreated under the same name
-	m := newManager(t, Config{Client: c})
+	m := newManager(t, Config{Client: clientset.Wrap(c)})
 	m.SetPodStatus(old, runningStatus(true, "containerd://a"))
 	require.NoError(t, m.Sync(ctx, "old"))
 	assert.Equal(t, v1.PodPending, getPod(t, c).Status.Phase)
@@ -127,7 +128,7 @@ func TestTerminalPhaseIsFinal(t *testing.T) {
 	ctx := context.Background()
 	pod := apiPod("u1")
 	c := fake.NewClientset(pod)
-	m := newManager(t, Config{Client: c})
+	m := newManager(t, Config{Client: clientset.Wrap(c)})
 	done := runningStatus(false, "containerd://a")
 	done.Phase, done.Reason = v1.PodFailed, "DeadlineExceeded"
 	m.SetPodStatus(pod, done)
@@ -158,7 +159,7 @@ func TestFinishWritesTheFinalStatusThenDeletes(t *testing.T) {
 	c := fake.NewClientset(pod)
 	var running atomic.Bool
 	running.Store(true)
-	m := newManager(t, Config{Client: c, CouldHaveRunningContainers: func(types.UID) bool { return running.Load() }})
+	m := newManager(t, Config{Client: clientset.Wrap(c), CouldHaveRunningContainers: func(types.UID) bool { return running.Load() }})
 	final := runningStatus(false, "containerd://a")
 	final.Phase = v1.PodSucceeded
 	m.SetPodStatus(pod, final)
@@ -190,7 +191,7 @@ func TestStaticPodStatusGoesToItsMirror(t *testing.T) {
 	static.Annotations = map[string]string{syncloop.ConfigSourceAnnotationKey: syncloop.FileSourceName,
 		syncloop.ConfigHashAnnotationKey: "static-uid"}
 	c := fake.NewClientset()
-	m := newManager(t, Config{Client: c})
+	m := newManager(t, Config{Client: clientset.Wrap(c)})
 	m.SetPodStatus(static, runningStatus(true, "containerd://a"))
 	require.NoError(t, m.Sync(ctx, "static-uid"))
 	assert.Equal(t, 1, m.Pending(), "kept until the mirror exists")
@@ -261,7 +262,7 @@ func TestRunQueuesWhileTheAPIServerIsAway(t *testing.T) {
 		return false, nil, nil
 	})
 	clk := testclock.NewFakeClock(t0.Time)
-	m := newManager(t, Config{Client: c, Clock: clk, Workers: 2})
+	m := newManager(t, Config{Client: clientset.Wrap(c), Clock: clk, Workers: 2})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
@@ -294,7 +295,7 @@ func TestHeldTerminalPhaseLandsOnTheNextSet(t *testing.T) {
 	var running atomic.Bool
 	running.Store(true)
 	clk := testclock.NewFakeClock(t0.Time)
-	m := newManager(t, Config{Client: c, Clock: clk, CouldHaveRunningContainers: func(types.UID) bool { return running.Load() }})
+	m := newManager(t, Config{Client: clientset.Wrap(c), Clock: clk, CouldHaveRunningContainers: func(types.UID) bool { return running.Load() }})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
@@ -323,7 +324,7 @@ func TestFinishForgetsAPodTheAuthorizerNoLongerShows(t *testing.T) {
 	c.PrependReactor("get", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(v1.Resource("pods"), "web", errors.New("no relationship found between node 'n1' and this object"))
 	})
-	m := newManager(t, Config{Client: c})
+	m := newManager(t, Config{Client: clientset.Wrap(c)})
 	m.SetPodStatus(pod, runningStatus(false, "containerd://a"))
 	m.Finish(pod)
 	require.NoError(t, m.Sync(context.Background(), "u1"))

@@ -69,7 +69,7 @@ func newAgent(cfg Config, pods *podCache) (*Agent, error) {
 		a.managed[name] = i
 	}
 	var err error
-	a.leases, err = lease.New(lease.Config{Client: cfg.HeartbeatClient.CoordinationV1(), Names: cfg.Nodes,
+	a.leases, err = lease.New(lease.Config{Client: cfg.HeartbeatClient, Names: cfg.Nodes,
 		LeaseDuration: cfg.LeaseDuration, InitialSpread: cfg.LeaseSpread, BatchWindow: max(cfg.LeaseBatchWindow, 0),
 		Workers: cfg.LeaseWorkers, Clock: cfg.Clock, Registerer: cfg.Registerer})
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nodekit/nodekit/kubeclient/clientset"
 )
 
 // TestAgentRun drives the agent against a fake clientset: nodes register
@@ -24,7 +26,7 @@ func TestAgentRun(t *testing.T) {
 	sim, err := simulated.New(simulated.Config{Clock: clk})
 	require.NoError(t, err)
 	defer sim.Close()
-	a, err := New(Config{Client: cs, Nodes: []string{"vn-0", "vn-1"}, Provider: sim, Clock: clk, CPU: 4})
+	a, err := New(Config{Client: clientset.Wrap(cs), Nodes: []string{"vn-0", "vn-1"}, Provider: sim, Clock: clk, CPU: 4})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

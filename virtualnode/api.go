@@ -102,10 +102,10 @@ func (a *Agent) buildAPI() error {
 		},
 	}
 	if c.TokenWebhook {
-		cfg.Auth.TokenReview = a.cfg.Client.AuthenticationV1()
+		cfg.Auth.TokenReview = a.cfg.Client
 	}
 	if !cfg.Auth.AlwaysAllow {
-		cfg.Auth.SubjectAccessReview = a.cfg.Client.AuthorizationV1()
+		cfg.Auth.SubjectAccessReview = a.cfg.Client
 	}
 	if lp, ok := a.cfg.Provider.(LogProvider); ok {
 		cfg.Logs = lp

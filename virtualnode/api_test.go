@@ -31,6 +31,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	utilexec "k8s.io/utils/exec"
 
+	"github.com/nodekit/nodekit/kubeclient/clientset"
 	"github.com/nodekit/nodekit/kubeletapi"
 )
 
@@ -46,7 +47,7 @@ func TestAgentKubeletAPI(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	port := ln.Addr().(*net.TCPAddr).Port
-	a, err := New(Config{Client: cs, Nodes: []string{"vn-0", "vn-1"}, Provider: sim, Clock: clk,
+	a, err := New(Config{Client: clientset.Wrap(cs), Nodes: []string{"vn-0", "vn-1"}, Provider: sim, Clock: clk,
 		API: &APIConfig{Listener: ln, Anonymous: true, AuthorizationMode: AuthorizationAlwaysAllow}})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -217,7 +218,7 @@ func TestAPIConfigInvalid(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := New(Config{Client: cs, Nodes: []string{"a"}, API: &tc.api, Provider: sim})
+			_, err := New(Config{Client: clientset.Wrap(cs), Nodes: []string{"a"}, API: &tc.api, Provider: sim})
 			require.Error(t, err)
 			require.True(t, errors.Is(err, ErrInvalidConfig) || errors.Is(err, kubeletapi.ErrInvalidConfig), err)
 		})
@@ -225,7 +226,7 @@ func TestAPIConfigInvalid(t *testing.T) {
 	// Webhook authentication and authorization build without binding or
 	// starting anything.
 	api := &APIConfig{Addr: "127.0.0.1:1", TokenWebhook: true}
-	_, err = New(Config{Client: cs, Nodes: []string{"a"}, API: api, Provider: sim})
+	_, err = New(Config{Client: clientset.Wrap(cs), Nodes: []string{"a"}, API: api, Provider: sim})
 	require.NoError(t, err)
 	require.Empty(t, api.AuthorizationMode, "defaults go to a copy")
 }

@@ -8,9 +8,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
+	"github.com/nodekit/nodekit/kubeclient"
 	"github.com/nodekit/nodekit/lease"
 )
 
@@ -51,11 +51,11 @@ type Config struct {
 	// node: a cluster that authorizes nodes by identity (Node authorizer,
 	// NodeRestriction) would need one credential per node instead; give
 	// this client a role that may do all of the above for any node.
-	Client kubernetes.Interface
+	Client kubeclient.Interface
 	// HeartbeatClient renews the leases and patches node status, so a busy
 	// pod client never delays heartbeats; build it with
 	// lease.HeartbeatRESTConfig. Default Client.
-	HeartbeatClient kubernetes.Interface
+	HeartbeatClient kubeclient.Interface
 	// Nodes are the names of the virtual nodes. Required, unique.
 	Nodes []string
 	// NodeIP returns the InternalIP of the i-th node; default 172.16.0.0/12

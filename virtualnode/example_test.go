@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/nodekit/nodekit/kubeclient/clientset"
 	"github.com/nodekit/nodekit/virtualnode"
 	"github.com/nodekit/nodekit/virtualnode/simulated"
 )
@@ -21,7 +22,7 @@ func Example() {
 		panic(err)
 	}
 	defer sim.Close()
-	a, err := virtualnode.New(virtualnode.Config{Client: client, Nodes: []string{"vn-0", "vn-1", "vn-2"}, Provider: sim})
+	a, err := virtualnode.New(virtualnode.Config{Client: clientset.Wrap(client), Nodes: []string{"vn-0", "vn-1", "vn-2"}, Provider: sim})
 	if err != nil {
 		panic(err)
 	}
@@ -42,7 +43,7 @@ func ExampleNewSharded() {
 	defer sim.Close()
 	nodes := []string{"vn-0", "vn-1", "vn-2", "vn-3"}
 	s, err := virtualnode.NewSharded(virtualnode.ShardedConfig{Identity: "replica-a", Shards: 2,
-		Agent: virtualnode.Config{Client: fake.NewClientset(), Nodes: nodes, Provider: sim}})
+		Agent: virtualnode.Config{Client: clientset.Wrap(fake.NewClientset()), Nodes: nodes, Provider: sim}})
 	if err != nil {
 		panic(err)
 	}

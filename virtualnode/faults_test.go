@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/nodekit/nodekit/kubeclient/clientset"
 	"github.com/nodekit/nodekit/virtualnode/simulated"
 )
 
@@ -53,7 +54,7 @@ func TestProviderFaultsStayInTheirPod(t *testing.T) {
 	require.NoError(t, err)
 	defer sim.Close()
 	p := &faultyProvider{Provider: sim, release: make(chan struct{})}
-	a, err := New(Config{Client: cs, Nodes: []string{"vn-0"}, Provider: p, Clock: clk})
+	a, err := New(Config{Client: clientset.Wrap(cs), Nodes: []string{"vn-0"}, Provider: p, Clock: clk})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -83,7 +83,7 @@ func newNode(cfg *Config, common *nodeCommon, i int, name string, apiPort *atomi
 	if _, ok := cfg.Provider.(StatsProvider); ok && cfg.API != nil {
 		annotations = map[string]string{AnnotationResourceMetricsPath: resourceMetricsPath(name)}
 	}
-	ctl, err := nodestatus.New(nodestatus.Config{Client: cfg.Client.CoreV1(), HeartbeatClient: cfg.HeartbeatClient.CoreV1(),
+	ctl, err := nodestatus.New(nodestatus.Config{Client: cfg.Client, HeartbeatClient: cfg.HeartbeatClient,
 		NodeName: name, Labels: common.labels, Annotations: annotations, Taints: cfg.Taints, Setters: setters, DisableAttachDetachAnnotation: true,
 		UpdateFrequency: cfg.StatusUpdateFrequency, Clock: cfg.Clock,
 		OnRegistered: func(n *v1.Node) { setUID(n.Name, n.UID) }})

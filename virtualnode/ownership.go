@@ -9,9 +9,10 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodekit/nodekit/kubeclient"
 )
 
 // ownership is this replica's claim on one shard Lease. The Lease's
@@ -26,7 +27,7 @@ import (
 //     acting) once no renewal succeeded for the renew deadline, which is
 //     shorter than the duration: it is done before anyone may take over.
 type ownership struct {
-	client                    coordinationclient.LeasesGetter
+	client                    kubeclient.LeasesGetter
 	namespace, name, identity string
 	duration                  time.Duration
 	clock                     clock.Clock

@@ -117,7 +117,7 @@ func (e *podEntry) decode() *v1.Pod {
 // and the desired set filter on the managed names.
 func newPodCache(cfg Config, managed func(nodeName string) bool) *podCache {
 	sel := fields.OneTermNotEqualSelector("spec.nodeName", "").String()
-	pods := cfg.Client.CoreV1().Pods(v1.NamespaceAll)
+	pods := cfg.Client.Pods(v1.NamespaceAll)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = sel

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodekit/nodekit/kubeclient/clientset"
 )
 
 // benchPod is a Running one-container pod as the API server returns it
@@ -42,7 +44,7 @@ func benchPod() *v1.Pod {
 // BenchmarkPodCacheTransform is what a watch event of a managed pod costs
 // the informer: the entry with the pod and its status encoded.
 func BenchmarkPodCacheTransform(b *testing.B) {
-	c := newPodCache(Config{Client: fake.NewClientset(), TrimPodStatus: true}, func(string) bool { return true })
+	c := newPodCache(Config{Client: clientset.Wrap(fake.NewClientset()), TrimPodStatus: true}, func(string) bool { return true })
 	p := benchPod()
 	b.ReportAllocs()
 	var size int
@@ -59,7 +61,7 @@ func BenchmarkPodCacheTransform(b *testing.B) {
 // BenchmarkPodEntryDecode is what each sync, event delivery and lookup of
 // a pod at rest costs: decoding its entry.
 func BenchmarkPodEntryDecode(b *testing.B) {
-	c := newPodCache(Config{Client: fake.NewClientset(), TrimPodStatus: true}, func(string) bool { return true })
+	c := newPodCache(Config{Client: clientset.Wrap(fake.NewClientset()), TrimPodStatus: true}, func(string) bool { return true })
 	e, err := c.transform(benchPod(), true)
 	if err != nil {
 		b.Fatal(err)
@@ -75,7 +77,7 @@ func BenchmarkPodEntryDecode(b *testing.B) {
 // BenchmarkStatusSum is what "report or not" costs each sync of a pod at
 // rest: the digest of the provider's status.
 func BenchmarkStatusSum(b *testing.B) {
-	c := newPodCache(Config{Client: fake.NewClientset()}, func(string) bool { return true })
+	c := newPodCache(Config{Client: clientset.Wrap(fake.NewClientset())}, func(string) bool { return true })
 	st := &benchPod().Status
 	b.ReportAllocs()
 	for b.Loop() {
@@ -113,7 +115,7 @@ func BenchmarkPodCacheMemory10k(b *testing.B) {
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		c := newPodCache(Config{Client: fake.NewClientset(), TrimPodStatus: true}, func(string) bool { return true })
+		c := newPodCache(Config{Client: clientset.Wrap(fake.NewClientset()), TrimPodStatus: true}, func(string) bool { return true })
 		store := c.inf.GetStore()
 		for i := range n {
 			p := benchPod()

@@ -150,7 +150,7 @@ func (s *Sharded) Run(ctx context.Context) error {
 func (s *Sharded) runShard(ctx context.Context, i int) {
 	logger := klog.FromContext(ctx).WithValues("shard", i)
 	clk := s.cfg.Agent.Clock
-	o := &ownership{client: s.cfg.Agent.HeartbeatClient.CoordinationV1(), namespace: s.cfg.Namespace,
+	o := &ownership{client: s.cfg.Agent.HeartbeatClient, namespace: s.cfg.Namespace,
 		name: s.cfg.Prefix + "-" + strconv.Itoa(i), identity: s.cfg.Identity, duration: s.cfg.LeaseDuration, clock: clk}
 	wait := func() bool {
 		t := clk.NewTimer(s.cfg.RetryPeriod)

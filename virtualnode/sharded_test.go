@@ -23,6 +23,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodekit/nodekit/kubeclient/clientset"
 	"github.com/nodekit/nodekit/virtualnode/simulated"
 )
 
@@ -61,7 +62,7 @@ func TestOwnershipRules(t *testing.T) {
 	casLeases(cs)
 	clk := clocktesting.NewFakeClock(t0)
 	own := func(id string) *ownership {
-		return &ownership{client: cs.CoordinationV1(), namespace: "ns", name: "shard-0", identity: id, duration: 15 * time.Second, clock: clk}
+		return &ownership{client: clientset.Wrap(cs), namespace: "ns", name: "shard-0", identity: id, duration: 15 * time.Second, clock: clk}
 	}
 	a, b := own("a"), own("b")
 	held, err := a.tryAcquire(ctx)
@@ -124,7 +125,7 @@ func TestShardedTakeover(t *testing.T) {
 		sim, err := simulated.New(simulated.Config{Clock: clk, PodCIDR: netip.MustParsePrefix(cidr)})
 		require.NoError(t, err)
 		s, err := NewSharded(ShardedConfig{Identity: id, Shards: 2,
-			Agent: Config{Client: cs, Nodes: nodes, Provider: sim, Clock: clk}})
+			Agent: Config{Client: clientset.Wrap(cs), Nodes: nodes, Provider: sim, Clock: clk}})
 		require.NoError(t, err)
 		return s, sim
 	}
@@ -224,12 +225,12 @@ func TestShardedConfig(t *testing.T) {
 	cs := fake.NewClientset()
 	sim, err := simulated.New(simulated.Config{})
 	require.NoError(t, err)
-	agent := Config{Client: cs, Nodes: []string{"a", "b", "c"}, Provider: sim}
+	agent := Config{Client: clientset.Wrap(cs), Nodes: []string{"a", "b", "c"}, Provider: sim}
 	for name, cfg := range map[string]ShardedConfig{
 		"no identity":  {Agent: agent},
 		"deadline":     {Agent: agent, Identity: "x", RenewDeadline: 20 * time.Second},
-		"no nodes":     {Agent: Config{Client: cs, Provider: sim}, Identity: "x"},
-		"listener":     {Agent: Config{Client: cs, Nodes: []string{"a"}, Provider: sim, API: &APIConfig{Listener: &lazyListener{}}}, Identity: "x"},
+		"no nodes":     {Agent: Config{Client: clientset.Wrap(cs), Provider: sim}, Identity: "x"},
+		"listener":     {Agent: Config{Client: clientset.Wrap(cs), Nodes: []string{"a"}, Provider: sim, API: &APIConfig{Listener: &lazyListener{}}}, Identity: "x"},
 		"negative":     {Agent: agent, Identity: "x", Shards: -1},
 		"short period": {Agent: agent, Identity: "x", LeaseDuration: 500 * time.Millisecond},
 	} {

@@ -77,7 +77,7 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error {
 	if deleting {
 		uid := pod.UID
 		s.beforeWrite(ctx)
-		err := s.cfg.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name,
+		err := s.cfg.Client.Pods(pod.Namespace).Delete(ctx, pod.Name,
 			metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -123,7 +123,7 @@ func (s *syncer) report(ctx context.Context, pod *v1.Pod, statusFn podworkers.St
 		return nil, err
 	}
 	s.beforeWrite(ctx)
-	_, err = s.cfg.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch,
+	_, err = s.cfg.Client.Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch,
 		metav1.PatchOptions{}, "status")
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return st, nil // the pod is gone (or was recreated): nothing to report

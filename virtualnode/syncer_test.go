@@ -16,6 +16,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nodekit/nodekit/kubeclient/clientset"
 )
 
 // statusProvider reports a fixed status, whatever the pod.
@@ -42,7 +44,7 @@ func statusPatches(cs *fake.Clientset) []string {
 // cacheOf returns a pod cache holding pods as its informer would (not run).
 func cacheOf(t *testing.T, cs *fake.Clientset, trim bool, pods ...*v1.Pod) *podCache {
 	t.Helper()
-	c := newPodCache(Config{Client: cs, TrimPodStatus: trim}, func(node string) bool { return node == "vn-0" })
+	c := newPodCache(Config{Client: clientset.Wrap(cs), TrimPodStatus: trim}, func(node string) bool { return node == "vn-0" })
 	for _, p := range pods {
 		e, err := c.transform(p, trim)
 		require.NoError(t, err)
@@ -82,7 +84,7 @@ func TestReportPatchesOwnedStatus(t *testing.T) {
 	prov := &statusProvider{st: &v1.PodStatus{Phase: v1.PodPending, StartTime: &started, Message: "starting",
 		PodIP: "10.64.0.1", PodIPs: []v1.PodIP{{IP: "10.64.0.1"}},
 		Conditions: []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionTrue}, notReady}}}
-	s := &syncer{cfg: &Config{Client: cs, Provider: prov, Clock: clocktesting.NewFakeClock(t0)}, cache: c,
+	s := &syncer{cfg: &Config{Client: clientset.Wrap(cs), Provider: prov, Clock: clocktesting.NewFakeClock(t0)}, cache: c,
 		hostIP: func(string) string { return "10.0.0.1" }}
 	// report is what a sync does; the informer's event then updates the
 	// cache as the API server's watch would.
@@ -234,7 +236,7 @@ func TestPodCacheKeepsLittleOfOtherNodesPods(t *testing.T) {
 // TestPodCacheListsPodsByNode: the pods of a managed node, as they come and
 // go.
 func TestPodCacheListsPodsByNode(t *testing.T) {
-	c := newPodCache(Config{Client: fake.NewClientset()}, func(node string) bool { return node != "real-node" })
+	c := newPodCache(Config{Client: clientset.Wrap(fake.NewClientset())}, func(node string) bool { return node != "real-node" })
 	add := func(name, node string) *podEntry {
 		p := testPod(v1.RestartPolicyAlways, nil)
 		p.Name, p.UID, p.Spec.NodeName = name, types.UID("uid-"+name), node

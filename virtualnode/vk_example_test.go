@@ -17,6 +17,7 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
 
+	"github.com/nodekit/nodekit/kubeclient/clientset"
 	"github.com/nodekit/nodekit/virtualnode"
 )
 
@@ -264,7 +265,7 @@ func Example_virtualKubeletProvider() {
 	st, _ = p.PodStatus(ctx, pod)
 	fmt.Println(st == nil)
 
-	a, err := virtualnode.New(virtualnode.Config{Client: fake.NewClientset(), Nodes: []string{"vk-0"}, Provider: p})
+	a, err := virtualnode.New(virtualnode.Config{Client: clientset.Wrap(fake.NewClientset()), Nodes: []string{"vk-0"}, Provider: p})
 	fmt.Println(a.Nodes(), err)
 	// Output:
 	// Running

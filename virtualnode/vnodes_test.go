@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/nodekit/nodekit/kubeclient/clientset"
 	"github.com/nodekit/nodekit/virtualnode/simulated"
 )
 
@@ -47,11 +48,11 @@ func TestNewInvalidConfig(t *testing.T) {
 		cfg  Config
 	}{
 		{"no client", Config{Nodes: []string{"a"}, Provider: sim}},
-		{"no provider", Config{Client: cs, Nodes: []string{"a"}}},
-		{"no nodes", Config{Client: cs, Provider: sim}},
-		{"empty name", Config{Client: cs, Nodes: []string{""}, Provider: sim}},
-		{"duplicate", Config{Client: cs, Nodes: []string{"a", "a"}, Provider: sim}},
-		{"negative", Config{Client: cs, Nodes: []string{"a"}, CPU: -1, Provider: sim}},
+		{"no provider", Config{Client: clientset.Wrap(cs), Nodes: []string{"a"}}},
+		{"no nodes", Config{Client: clientset.Wrap(cs), Provider: sim}},
+		{"empty name", Config{Client: clientset.Wrap(cs), Nodes: []string{""}, Provider: sim}},
+		{"duplicate", Config{Client: clientset.Wrap(cs), Nodes: []string{"a", "a"}, Provider: sim}},
+		{"negative", Config{Client: clientset.Wrap(cs), Nodes: []string{"a"}, CPU: -1, Provider: sim}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -59,7 +60,7 @@ func TestNewInvalidConfig(t *testing.T) {
 			require.ErrorIs(t, err, ErrInvalidConfig)
 		})
 	}
-	_, err = New(Config{Client: cs, Nodes: []string{"a", "b"}, Provider: sim})
+	_, err = New(Config{Client: clientset.Wrap(cs), Nodes: []string{"a", "b"}, Provider: sim})
 	require.NoError(t, err)
 }
 
@@ -79,7 +80,7 @@ func TestHousekeepingFollowsChange(t *testing.T) {
 
 func TestLeaseDefaultsScaleWithNodes(t *testing.T) {
 	for _, tc := range []struct{ nodes, workers int }{{1, 8}, {800, 8}, {1000, 10}, {5000, 50}} {
-		cfg := Config{Client: fake.NewClientset(), Provider: &statusProvider{}, Nodes: make([]string, tc.nodes)}
+		cfg := Config{Client: clientset.Wrap(fake.NewClientset()), Provider: &statusProvider{}, Nodes: make([]string, tc.nodes)}
 		for i := range cfg.Nodes {
 			cfg.Nodes[i] = fmt.Sprintf("vn-%d", i)
 		}
@@ -87,7 +88,7 @@ func TestLeaseDefaultsScaleWithNodes(t *testing.T) {
 		require.Equal(t, tc.workers, cfg.LeaseWorkers, "%d nodes", tc.nodes)
 		require.Equal(t, DefaultLeaseBatchWindow, cfg.LeaseBatchWindow)
 	}
-	short := Config{Client: fake.NewClientset(), Provider: &statusProvider{}, Nodes: []string{"a"}, LeaseDuration: 4 * time.Second}
+	short := Config{Client: clientset.Wrap(fake.NewClientset()), Provider: &statusProvider{}, Nodes: []string{"a"}, LeaseDuration: 4 * time.Second}
 	require.NoError(t, short.setDefaults())
 	require.Equal(t, 250*time.Millisecond, short.LeaseBatchWindow, "a quarter of the 1s renew interval")
 	_, err := New(short)
@@ -97,7 +98,7 @@ func TestLeaseDefaultsScaleWithNodes(t *testing.T) {
 func TestPodWritesYieldToOverdueLeases(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	clk := clocktesting.NewFakeClock(t0)
-	a, err := New(Config{Client: fake.NewClientset(), Provider: &statusProvider{}, Nodes: []string{"vn-0"}, Clock: clk, LeaseSpread: time.Second})
+	a, err := New(Config{Client: clientset.Wrap(fake.NewClientset()), Provider: &statusProvider{}, Nodes: []string{"vn-0"}, Clock: clk, LeaseSpread: time.Second})
 	require.NoError(t, err)
 	ctx := context.Background()
 	returned := func() chan struct{} {

@@ -34,6 +34,7 @@ import (
 
 	"github.com/nodekit/nodekit/containerid"
 	"github.com/nodekit/nodekit/crisim"
+	"github.com/nodekit/nodekit/kubeclient/clientset"
 	"github.com/nodekit/nodekit/lease"
 	"github.com/nodekit/nodekit/nodestatus"
 	"github.com/nodekit/nodekit/prober"
@@ -114,11 +115,11 @@ func run(kubeconfig, node string, duration time.Duration) error {
 	if err != nil {
 		return err
 	}
-	leases, err := lease.New(lease.Config{Client: client.CoordinationV1(), NodeName: node})
+	leases, err := lease.New(lease.Config{Client: clientset.Wrap(client), NodeName: node})
 	if err != nil {
 		return err
 	}
-	if status, err = nodestatus.New(nodestatus.Config{Client: client.CoreV1(), NodeName: node,
+	if status, err = nodestatus.New(nodestatus.Config{Client: clientset.Wrap(client), NodeName: node,
 		Labels:       map[string]string{"node-role.example.com/edge": ""},
 		Setters:      []nodestatus.Setter{capacity, nodestatus.GoRuntime(), ready, printReady},
 		OnRegistered: func(n *v1.Node) { leases.SetNodeUID(n.Name, n.UID) }}); err != nil {

@@ -28,10 +28,11 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/client-go/kubernetes"
+
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/nodekit/nodekit/kubeclient"
 	"github.com/nodekit/nodekit/lease"
 	"github.com/nodekit/nodekit/virtualnode"
 	"github.com/nodekit/nodekit/virtualnode/simulated"
@@ -105,11 +106,11 @@ func run() error {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
 	restCfg.QPS, restCfg.Burst = float32(qps), int(2*qps)
-	client, err := kubernetes.NewForConfig(restCfg)
+	client, err := kubeclient.NewForConfig(restCfg)
 	if err != nil {
 		return err
 	}
-	heartbeat, err := kubernetes.NewForConfig(lease.HeartbeatRESTConfig(restCfg, 10*time.Second))
+	heartbeat, err := kubeclient.NewForConfig(lease.HeartbeatRESTConfig(restCfg, 10*time.Second))
 	if err != nil {
 		return err
 	}

@@ -14,20 +14,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
-	applyv1 "k8s.io/client-go/applyconfigurations/coordination/v1"
-	coordclientv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
+
+	"github.com/nodekit/nodekit/kubeclient"
 )
 
-var _ coordclientv1.LeasesGetter = (*Client)(nil)
-
-// ErrNotSupported is returned by the methods the lease package never calls.
-var ErrNotSupported = errors.New("leasetest: not supported")
+var _ kubeclient.LeasesGetter = (*Client)(nil)
 
 var leaseResource = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
 
-// Hook runs before every request with its verb ("get", "create", "update",
-// "delete", "list") and lease name. A non-nil error fails the request. It may
+// Hook runs before every request with its verb ("get", "create" or
+// "update") and lease name. A non-nil error fails the request. It may
 // block (for example until ctx is done, to simulate a hung server).
 type Hook func(ctx context.Context, verb, namespace, name string) error
 
@@ -117,8 +113,8 @@ func (c *Client) begin(ctx context.Context, verb, ns, name string) error {
 	return ctx.Err()
 }
 
-// Leases implements coordclientv1.LeasesGetter.
-func (c *Client) Leases(namespace string) coordclientv1.LeaseInterface {
+// Leases implements kubeclient.LeasesGetter.
+func (c *Client) Leases(namespace string) kubeclient.LeaseInterface {
 	return &leases{c: c, ns: namespace}
 }
 
@@ -174,48 +170,4 @@ func (l *leases) Update(ctx context.Context, lease *coordinationv1.Lease, _ meta
 	n := lease.DeepCopy()
 	n.Namespace, n.UID = l.ns, cur.UID
 	return l.c.store(n), nil
-}
-
-func (l *leases) Delete(ctx context.Context, name string, _ metav1.DeleteOptions) error {
-	if err := l.c.begin(ctx, "delete", l.ns, name); err != nil {
-		return err
-	}
-	l.c.mu.Lock()
-	defer l.c.mu.Unlock()
-	if _, ok := l.c.leases[l.key(name)]; !ok {
-		return apierrors.NewNotFound(leaseResource, name)
-	}
-	delete(l.c.leases, l.key(name))
-	return nil
-}
-
-func (l *leases) List(ctx context.Context, _ metav1.ListOptions) (*coordinationv1.LeaseList, error) {
-	if err := l.c.begin(ctx, "list", l.ns, ""); err != nil {
-		return nil, err
-	}
-	l.c.mu.Lock()
-	defer l.c.mu.Unlock()
-	list := &coordinationv1.LeaseList{}
-	for k, v := range l.c.leases {
-		if k.Namespace == l.ns {
-			list.Items = append(list.Items, *v.DeepCopy())
-		}
-	}
-	return list, nil
-}
-
-func (l *leases) DeleteCollection(context.Context, metav1.DeleteOptions, metav1.ListOptions) error {
-	return ErrNotSupported
-}
-
-func (l *leases) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
-	return nil, ErrNotSupported
-}
-
-func (l *leases) Patch(context.Context, string, types.PatchType, []byte, metav1.PatchOptions, ...string) (*coordinationv1.Lease, error) {
-	return nil, ErrNotSupported
-}
-
-func (l *leases) Apply(context.Context, *applyv1.LeaseApplyConfiguration, metav1.ApplyOptions) (*coordinationv1.Lease, error) {
-	return nil, ErrNotSupported
 }

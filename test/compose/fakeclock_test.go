@@ -29,6 +29,7 @@ import (
 
 	"github.com/nodekit/nodekit/clockdrive"
 	"github.com/nodekit/nodekit/eviction"
+	"github.com/nodekit/nodekit/kubeclient/clientset"
 	"github.com/nodekit/nodekit/lease"
 	"github.com/nodekit/nodekit/nodestatus"
 	"github.com/nodekit/nodekit/pleg"
@@ -149,7 +150,7 @@ func TestOneFakeClockDrivesEveryRun(t *testing.T) {
 	require.NoError(t, err)
 	h.probes = probes
 
-	leases, err := lease.New(lease.Config{Client: cs.CoordinationV1(), NodeName: node, Clock: clk, RenewJitter: -1})
+	leases, err := lease.New(lease.Config{Client: clientset.Wrap(cs), NodeName: node, Clock: clk, RenewJitter: -1})
 	require.NoError(t, err)
 	ready, err := nodestatus.ReadyCondition(nodestatus.ReadyConfig{RuntimeErrors: gen.Healthy})
 	require.NoError(t, err)
@@ -159,7 +160,7 @@ func TestOneFakeClockDrivesEveryRun(t *testing.T) {
 		n.Status.Allocatable = n.Status.Capacity.DeepCopy()
 		return nil
 	}
-	status, err := nodestatus.New(nodestatus.Config{Client: cs.CoreV1(), NodeName: node, Clock: clk,
+	status, err := nodestatus.New(nodestatus.Config{Client: clientset.Wrap(cs), NodeName: node, Clock: clk,
 		Setters: []nodestatus.Setter{capacity, ready}, ReportJitter: -1,
 		OnRegistered: func(n *v1.Node) { leases.SetNodeUID(n.Name, n.UID) }})
 	require.NoError(t, err)

@@ -21,6 +21,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodekit/nodekit/containerid"
+	"github.com/nodekit/nodekit/kubeclient/clientset"
 	"github.com/nodekit/nodekit/lease"
 	"github.com/nodekit/nodekit/nodestatus"
 	"github.com/nodekit/nodekit/prober"
@@ -61,14 +62,14 @@ func TestEdgeAgent(t *testing.T) {
 
 	// Blocks.
 	leases, err := lease.New(lease.Config{
-		Client:   api.CoordinationV1(),
+		Client:   clientset.Wrap(api),
 		NodeName: node,
 		Clock:    clk,
 		Rand:     func() float64 { return 0 }, // the start of the jitter window: every 10s
 	})
 	require.NoError(t, err)
 	status, err := nodestatus.New(nodestatus.Config{
-		Client:       api.CoreV1(),
+		Client:       clientset.Wrap(api),
 		NodeName:     node,
 		Labels:       map[string]string{"node-role.example.com/edge": ""},
 		Setters:      nodeSetters(t, health.Err),

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/nodekit/nodekit/kubeclient/clientset"
 	"github.com/nodekit/nodekit/lease"
 	"github.com/nodekit/nodekit/nodestatus"
 )
@@ -28,7 +29,7 @@ func TestLeaseAndNodeStatus(t *testing.T) {
 	health := &healthSwitch{}
 
 	leases, err := lease.New(lease.Config{
-		Client:      api.CoordinationV1(),
+		Client:      clientset.Wrap(api),
 		NodeName:    node,
 		Clock:       clk,
 		RenewJitter: -1, // exactly every 10s
@@ -37,7 +38,7 @@ func TestLeaseAndNodeStatus(t *testing.T) {
 	var registeredAt atomic.Int64 // simulated ns after t0, -1 until registered
 	registeredAt.Store(-1)
 	status, err := nodestatus.New(nodestatus.Config{
-		Client:   api.CoreV1(),
+		Client:   clientset.Wrap(api),
 		NodeName: node,
 		Setters:  nodeSetters(t, health.Err),
 		Clock:    clk,

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/nodekit/nodekit/kubeclient/clientset"
 	"github.com/nodekit/nodekit/lease"
 	"github.com/nodekit/nodekit/test/apiserver"
 )
@@ -97,8 +98,8 @@ func BenchmarkLeaseSteadyState(b *testing.B) {
 		cs, m := meteredNodeClient(b, name)
 		createNodeB(b, cs, name)
 		clk := clocktesting.NewFakeClock(time.Now())
-		ctl, err := lease.New(lease.Config{Client: cs.CoordinationV1(), NodeName: name, Clock: clk,
-			NodeUID: lease.NodeUIDFromAPI(cs.CoreV1())})
+		ctl, err := lease.New(lease.Config{Client: clientset.Wrap(cs), NodeName: name, Clock: clk,
+			NodeUID: lease.NodeUIDFromAPI(clientset.Wrap(cs))})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -188,7 +189,7 @@ func BenchmarkLeaseManyNodes(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctl, err := lease.New(lease.Config{Client: cs.CoordinationV1(), Names: names,
+	ctl, err := lease.New(lease.Config{Client: clientset.Wrap(cs), Names: names,
 		InitialSpread: 10 * time.Second, Registerer: reg, Workers: 16})
 	if err != nil {
 		b.Fatal(err)

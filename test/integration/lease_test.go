@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/nodekit/nodekit/kubeclient/clientset"
 	"github.com/nodekit/nodekit/lease"
 	"github.com/nodekit/nodekit/test/apiserver"
 )
@@ -36,9 +37,9 @@ func TestLeaseAsNodeIdentity(t *testing.T) {
 	node := createNode(t, nodeClient, name)
 	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Microsecond))
 	ctl, err := lease.New(lease.Config{
-		Client:   nodeClient.CoordinationV1(),
+		Client:   clientset.Wrap(nodeClient),
 		NodeName: name,
-		NodeUID:  lease.NodeUIDFromAPI(nodeClient.CoreV1()),
+		NodeUID:  lease.NodeUIDFromAPI(clientset.Wrap(nodeClient)),
 		Clock:    clk,
 	})
 	require.NoError(t, err)
@@ -76,7 +77,7 @@ func TestLeaseAsNodeIdentity(t *testing.T) {
 func TestLeaseNodeRestriction(t *testing.T) {
 	createNode(t, srv.AdminClient(), "lease-victim")
 	ctl, err := lease.New(lease.Config{
-		Client:   srv.NodeClient("lease-intruder").CoordinationV1(),
+		Client:   clientset.Wrap(srv.NodeClient("lease-intruder")),
 		NodeName: "lease-victim",
 	})
 	require.NoError(t, err)
@@ -93,7 +94,7 @@ func TestLeaseRunRealTime(t *testing.T) {
 	nodeClient := srv.NodeClient(name)
 	createNode(t, nodeClient, name)
 	ctl, err := lease.New(lease.Config{
-		Client:        nodeClient.CoordinationV1(),
+		Client:        clientset.Wrap(nodeClient),
 		NodeName:      name,
 		LeaseDuration: 2 * time.Second,
 		RenewInterval: 200 * time.Millisecond,
@@ -159,7 +160,7 @@ func TestLeaseSurvivesOutage(t *testing.T) {
 	var repeated atomic.Int32
 	clk := clocktesting.NewFakeClock(time.Now())
 	ctl, err := lease.New(lease.Config{
-		Client: cs.CoordinationV1(), NodeName: name, Clock: clk,
+		Client: clientset.Wrap(cs), NodeName: name, Clock: clk,
 		OnRepeatedFailure: func(string, error) { repeated.Add(1) },
 	})
 	require.NoError(t, err)

@@ -18,6 +18,7 @@ import (
 	nodeutil "k8s.io/component-helpers/node/util"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/nodekit/nodekit/kubeclient/clientset"
 	"github.com/nodekit/nodekit/nodestatus"
 )
 
@@ -166,7 +167,7 @@ func BenchmarkNodeStatusNodeHour(b *testing.B) {
 					pressure := func() bool { return flap && (clk.Now().Unix()/120)%2 == 1 }
 					setters := realisticSetters(b, clk, pressure)
 					// Registration is the same for all: nodekit's create.
-					ctl, err := nodestatus.New(nodestatus.Config{Client: cs.CoreV1(), NodeName: name, Setters: setters, Clock: clk})
+					ctl, err := nodestatus.New(nodestatus.Config{Client: clientset.Wrap(cs), NodeName: name, Setters: setters, Clock: clk})
 					if err != nil {
 						b.Fatal(err)
 					}

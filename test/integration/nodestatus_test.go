@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"github.com/nodekit/nodekit/kubeclient"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/nodekit/nodekit/kubeclient/clientset"
 	"github.com/nodekit/nodekit/nodestatus"
 )
 
@@ -29,7 +30,7 @@ type statusAgent struct {
 	down     atomic.Bool
 }
 
-func newStatusAgent(t testing.TB, nodes corev1client.NodesGetter, name string) *statusAgent {
+func newStatusAgent(t testing.TB, nodes kubeclient.NodesGetter, name string) *statusAgent {
 	a := &statusAgent{clk: clocktesting.NewFakeClock(time.Now())}
 	var b nodestatus.Builder
 	b.Add(nodestatus.MachineInfo(nodestatus.MachineConfig{
@@ -62,7 +63,7 @@ func TestNodeStatusAsNodeIdentity(t *testing.T) {
 	const name = "status-node-1"
 	cs, m := meteredNodeClient(t, name)
 	admin := srv.AdminClient()
-	a := newStatusAgent(t, cs.CoreV1(), name)
+	a := newStatusAgent(t, clientset.Wrap(cs), name)
 
 	res, err := a.ctl.Sync(ctx)
 	require.NoError(t, err)
@@ -137,7 +138,7 @@ func TestNodeStatusReconcilesExistingNode(t *testing.T) {
 	_, err = admin.CoreV1().Nodes().UpdateStatus(ctx, pre, metav1.UpdateOptions{})
 	require.NoError(t, err)
 
-	a := newStatusAgent(t, srv.NodeClient(name).CoreV1(), name)
+	a := newStatusAgent(t, clientset.Wrap(srv.NodeClient(name)), name)
 	res, err := a.ctl.Sync(ctx)
 	require.NoError(t, err)
 	require.True(t, res.Registered)
@@ -156,7 +157,7 @@ func TestNodeStatusReconcilesExistingNode(t *testing.T) {
 	require.Equal(t, int64(2000), n.Status.Capacity.Cpu().MilliValue())
 
 	// Another node's identity cannot patch this one.
-	other := newStatusAgent(t, srv.NodeClient("status-intruder").CoreV1(), name)
+	other := newStatusAgent(t, clientset.Wrap(srv.NodeClient("status-intruder")), name)
 	_, err = other.ctl.Sync(ctx)
 	require.True(t, apierrors.IsForbidden(errors.Unwrap(err)) || apierrors.IsForbidden(err), "%v", err)
 }

@@ -20,11 +20,11 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/nodekit/nodekit/kubeclient"
 	"github.com/nodekit/nodekit/lease"
 	"github.com/nodekit/nodekit/virtualnode"
 	"github.com/nodekit/nodekit/virtualnode/simulated"
@@ -53,11 +53,11 @@ type shardReplica interface {
 // newShardReplica builds a replica's Sharded, as each kind does.
 func newShardReplica(id, ns string, names []string, cfg *rest.Config) (*virtualnode.Sharded, *simulated.Provider, error) {
 	cfg.QPS, cfg.Burst = -1, 0
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := kubeclient.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	heartbeat, err := kubernetes.NewForConfig(lease.HeartbeatRESTConfig(rest.CopyConfig(cfg), 2*time.Second))
+	heartbeat, err := kubeclient.NewForConfig(lease.HeartbeatRESTConfig(rest.CopyConfig(cfg), 2*time.Second))
 	if err != nil {
 		return nil, nil, err
 	}

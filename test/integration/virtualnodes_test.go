@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/nodekit/nodekit/kubeclient"
 	"github.com/nodekit/nodekit/lease"
 	"github.com/nodekit/nodekit/test/apiserver"
 	"github.com/nodekit/nodekit/virtualnode"
@@ -40,14 +41,14 @@ func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // vnodeClients returns the agent's main and heartbeat clients (admin: the
 // harness has one identity per node, the program uses one for all), both
 // counting their requests into n.
-func vnodeClients(t testing.TB, n *atomic.Int64) (main, heartbeat kubernetes.Interface) {
+func vnodeClients(t testing.TB, n *atomic.Int64) (main, heartbeat kubeclient.Interface) {
 	cfg := srv.AdminConfig()
 	cfg.QPS, cfg.Burst = -1, 0
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, n: n} }
 	var err error
-	main, err = kubernetes.NewForConfig(cfg)
+	main, err = kubeclient.NewForConfig(cfg)
 	require.NoError(t, err)
-	heartbeat, err = kubernetes.NewForConfig(lease.HeartbeatRESTConfig(rest.CopyConfig(cfg), 10*time.Second))
+	heartbeat, err = kubeclient.NewForConfig(lease.HeartbeatRESTConfig(rest.CopyConfig(cfg), 10*time.Second))
 	require.NoError(t, err)
 	return main, heartbeat
 }

@@ -33,6 +33,8 @@ import (
 	"github.com/nodekit/nodekit/containergc"
 	"github.com/nodekit/nodekit/crisim"
 	"github.com/nodekit/nodekit/eviction"
+	"github.com/nodekit/nodekit/kubeclient"
+	"github.com/nodekit/nodekit/kubeclient/clientset"
 	"github.com/nodekit/nodekit/kubeletapi"
 	"github.com/nodekit/nodekit/lease"
 	"github.com/nodekit/nodekit/nodecerts"
@@ -58,6 +60,7 @@ import (
 type Agent struct {
 	opts     Options
 	client   kubernetes.Interface // nil standalone
+	kube     kubeclient.Interface // client for the node-path blocks; nil standalone
 	recorder record.EventRecorder
 	events   record.EventBroadcaster
 	registry *prometheus.Registry
@@ -128,7 +131,7 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 		if err != nil {
 			return nil, fmt.Errorf("agent: client: %w", err)
 		}
-		a.client = cs
+		a.client, a.kube = cs, clientset.Wrap(cs)
 		a.events = record.NewBroadcaster(record.WithContext(ctx))
 		a.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
 		a.recorder = a.events.NewRecorder(scheme(), v1.EventSource{Component: "kubelet", Host: opts.NodeName})
@@ -280,7 +283,7 @@ func (a *Agent) build(ctx context.Context) error {
 	if a.startup, err = podstartup.New(podstartup.Config{Clock: a.opts.Clock, Registerer: a.registry, Logger: &logger}); err != nil {
 		return err
 	}
-	if a.statusMgr, err = podstatus.New(podstatus.Config{Client: a.client, Clock: a.opts.Clock, Registerer: a.registry,
+	if a.statusMgr, err = podstatus.New(podstatus.Config{Client: a.kube, Clock: a.opts.Clock, Registerer: a.registry,
 		CouldHaveRunningContainers: func(uid types.UID) bool { return a.workers.CouldHaveRunningContainers(uid) },
 		Observer:                   a.startup}); err != nil {
 		return err
@@ -363,7 +366,7 @@ func (a *Agent) build(ctx context.Context) error {
 	if a.client != nil {
 		// The lease gets its owner reference from the node status
 		// controller the moment the Node is registered (OnRegistered).
-		if a.lease, err = lease.New(lease.Config{Client: a.client.CoordinationV1(), NodeName: a.opts.NodeName,
+		if a.lease, err = lease.New(lease.Config{Client: a.kube, NodeName: a.opts.NodeName,
 			Clock: a.opts.Clock, Registerer: a.registry}); err != nil {
 			return err
 		}

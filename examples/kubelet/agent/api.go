@@ -70,11 +70,11 @@ func (a *Agent) buildAPI() error {
 		cfg.Auth.AlwaysAllow = true
 	default: // Webhook
 		if a.client != nil {
-			cfg.Auth.SubjectAccessReview = a.client.AuthorizationV1()
+			cfg.Auth.SubjectAccessReview = a.kube
 		}
 	}
 	if o.TokenWebhook && a.client != nil {
-		cfg.Auth.TokenReview = a.client.AuthenticationV1()
+		cfg.Auth.TokenReview = a.kube
 	}
 	cfg.Configz = a.configz(cfg.Auth)
 	if o.APIAddr != "" && o.APIAddr != kubeletapi.Disabled {

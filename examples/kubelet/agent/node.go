@@ -91,7 +91,7 @@ func (a *Agent) buildNodeStatus(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	a.nodeStatus, err = nodestatus.New(nodestatus.Config{Client: a.client.CoreV1(), NodeName: a.opts.NodeName,
+	a.nodeStatus, err = nodestatus.New(nodestatus.Config{Client: a.kube, NodeName: a.opts.NodeName,
 		Hostname: a.hostname(), Labels: a.opts.NodeLabels, Taints: a.opts.RegisterWithTaints, ProviderID: a.opts.ProviderID,
 		Annotations: a.claim.Annotations(),
 		Setters:     setters, Clock: clk, OnRegistered: func(n *v1.Node) {
