@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unique"
 
 	v1 "k8s.io/api/core/v1"
@@ -41,7 +42,10 @@ type podCache struct {
 	managed func(nodeName string) bool
 
 	seed maphash.Seed
-	mu   sync.Mutex
+	// coder codes the encodings of managed pods against the first one
+	// (set once, by the first transform of a managed pod).
+	coder atomic.Pointer[refCoder]
+	mu    sync.Mutex
 	// pods has a record of each pod of a managed node, by UID (cheaper than
 	// an index, which keeps a set per UID).
 	pods map[types.UID]podRecord
@@ -81,11 +85,13 @@ type podEntry struct {
 	phase           v1.PodPhase // the API's constant where it is one
 	deleting        bool        // the pod has a deletion timestamp
 	// enc is the protobuf encoding of the pod the agent hands out (a pod
-	// of a managed node; nil otherwise), without the fields above, which
-	// decode puts back: each decoded pod shares the entry's strings, so
-	// what the workers and the provider keep of a pod (its UID, name and
-	// namespace) is not a copy per decoding.
-	enc []byte
+	// of a managed node; empty otherwise, with coder nil), without the
+	// fields above, which decode puts back: each decoded pod shares the
+	// entry's strings, so what the workers and the provider keep of a pod
+	// (its UID, name and namespace) is not a copy per decoding. It is kept
+	// coded against the cache's first such encoding by coder.
+	enc   string
+	coder *refCoder
 }
 
 // GetObjectMeta implements metav1.ObjectMetaAccessor.
@@ -100,11 +106,18 @@ func (e *podEntry) nodeName() string { return e.node.Value() }
 // another node, or an encoding that does not decode, which cannot happen
 // for one the cache made).
 func (e *podEntry) decode() *v1.Pod {
-	if e == nil || e.enc == nil {
+	if e == nil || e.coder == nil {
 		return nil
 	}
+	buf := e.coder.buffer()
+	defer e.coder.release(buf)
+	raw, err := e.coder.decode((*buf)[:0], e.enc)
+	if err != nil {
+		return nil
+	}
+	*buf = raw
 	p := &v1.Pod{}
-	if p.Unmarshal(e.enc) != nil {
+	if p.Unmarshal(raw) != nil { // copies what it keeps: buf is reused
 		return nil
 	}
 	p.Name, p.Namespace, p.UID, p.ResourceVersion = e.name, e.namespace.Value(), e.uid, e.resourceVersion
@@ -191,7 +204,7 @@ func (c *podCache) transform(p *v1.Pod, trim bool) (*podEntry, error) {
 		q.Status = trimStatus(&p.Status)
 	}
 	q.Name, q.Namespace, q.UID, q.ResourceVersion, q.Spec.NodeName, q.Status.Phase = "", "", "", "", "", ""
-	if e.enc, err = q.Marshal(); err != nil {
+	if err := c.encode(e, &q); err != nil {
 		return nil, fmt.Errorf("virtualnode: encode pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	c.mu.Lock()
@@ -201,6 +214,36 @@ func (c *podCache) transform(p *v1.Pod, trim bool) (*podEntry, error) {
 	}
 	c.pods[p.UID] = podRecord{entry: e, mark: mark}
 	return e, nil
+}
+
+// encode sets e's encoding of q, coded against the cache's reference (q's
+// own encoding, for the first pod).
+func (c *podCache) encode(e *podEntry, q *v1.Pod) error {
+	coder := c.coder.Load()
+	var raw *[]byte
+	if coder != nil {
+		raw = coder.buffer()
+		defer coder.release(raw)
+	} else {
+		raw = new([]byte)
+	}
+	size := q.Size()
+	if cap(*raw) < size {
+		*raw = make([]byte, size)
+	}
+	n, err := q.MarshalTo((*raw)[:size])
+	if err != nil {
+		return err
+	}
+	if coder == nil {
+		c.coder.CompareAndSwap(nil, newRefCoder((*raw)[:n]))
+		coder = c.coder.Load()
+	}
+	ops := coder.buffer()
+	defer coder.release(ops)
+	*ops = coder.encode((*ops)[:0], (*raw)[:n])
+	e.enc, e.coder = string(*ops), coder
+	return nil
 }
 
 // knownPhase returns the API's constant equal to phase, or phase: the

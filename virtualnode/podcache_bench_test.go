@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,11 +42,36 @@ func benchPod() *v1.Pod {
 	}
 }
 
+// benchPodN is the i-th of many benchPods on nodes nodes: its own name,
+// UID, node, times (a second apart), addresses and container ID.
+func benchPodN(i, nodes int) *v1.Pod {
+	p := benchPod()
+	p.Name = fmt.Sprintf("p-%05d", i)
+	p.UID = types.UID(fmt.Sprintf("%08x-6a43-4f57-9d2b-%012d", 0x0b9d3f3e+i*7919, i))
+	p.ResourceVersion = strconv.Itoa(100000 + i)
+	p.Spec.NodeName = fmt.Sprintf("vn-%d", i%nodes)
+	at := metav1.NewTime(t0.Add(time.Duration(i) * time.Second))
+	p.CreationTimestamp, p.Status.StartTime = at, &at
+	for j := range p.Status.Conditions {
+		p.Status.Conditions[j].LastTransitionTime = at
+	}
+	ip := fmt.Sprintf("10.64.%d.%d", i/250, i%250+2)
+	p.Status.PodIP, p.Status.PodIPs = ip, []v1.PodIP{{IP: ip}}
+	host := fmt.Sprintf("172.16.%d.%d", (i%nodes)/250, (i%nodes)%250+1)
+	p.Status.HostIP, p.Status.HostIPs = host, []v1.HostIP{{IP: host}}
+	p.Status.ContainerStatuses[0].ContainerID = "virtual://" + string(p.UID)[:8] + "/app"
+	p.Status.ContainerStatuses[0].State.Running.StartedAt = at
+	return p
+}
+
 // BenchmarkPodCacheTransform is what a watch event of a managed pod costs
 // the informer: the entry with the pod and its status encoded.
 func BenchmarkPodCacheTransform(b *testing.B) {
 	c := newPodCache(Config{Client: clientset.Wrap(fake.NewClientset()), TrimPodStatus: true}, func(string) bool { return true })
-	p := benchPod()
+	if _, err := c.transform(benchPodN(0, 1), true); err != nil { // the cache's reference
+		b.Fatal(err)
+	}
+	p := benchPodN(4321, 1000)
 	b.ReportAllocs()
 	var size int
 	for b.Loop() {
@@ -62,7 +88,10 @@ func BenchmarkPodCacheTransform(b *testing.B) {
 // a pod at rest costs: decoding its entry.
 func BenchmarkPodEntryDecode(b *testing.B) {
 	c := newPodCache(Config{Client: clientset.Wrap(fake.NewClientset()), TrimPodStatus: true}, func(string) bool { return true })
-	e, err := c.transform(benchPod(), true)
+	if _, err := c.transform(benchPodN(0, 1), true); err != nil {
+		b.Fatal(err)
+	}
+	e, err := c.transform(benchPodN(4321, 1000), true)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -118,12 +147,7 @@ func BenchmarkPodCacheMemory10k(b *testing.B) {
 		c := newPodCache(Config{Client: clientset.Wrap(fake.NewClientset()), TrimPodStatus: true}, func(string) bool { return true })
 		store := c.inf.GetStore()
 		for i := range n {
-			p := benchPod()
-			p.Name = fmt.Sprintf("p-%05d", i)
-			p.UID = types.UID(fmt.Sprintf("0b9d3f3e-6a43-4f57-9d2b-%012d", i))
-			p.ResourceVersion = strconv.Itoa(100000 + i)
-			p.Spec.NodeName = fmt.Sprintf("vn-%d", i%nodes)
-			e, err := c.transform(p, true)
+			e, err := c.transform(benchPodN(i, nodes), true)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,0 +1,106 @@
+package virtualnode
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/nodekit/nodekit/kubeclient/clientset"
+)
+
+func TestRefCoderCodesPodsOfOneShapeSmall(t *testing.T) {
+	ref, err := benchPod().Marshal()
+	require.NoError(t, err)
+	c := newRefCoder(ref)
+
+	other := benchPod()
+	other.Name, other.UID = "p-07311", "5a1e0c7d-1b2f-4c3d-8e9f-0a1b2c3d4e5f"
+	at := metav1.NewTime(t0.Add(17 * time.Minute))
+	other.CreationTimestamp, other.Status.StartTime = at, &at
+	other.Status.PodIP, other.Status.PodIPs[0].IP = "10.64.3.201", "10.64.3.201"
+	other.Status.ContainerStatuses[0].ContainerID = "virtual://5a1e0c7d/app"
+	src, err := other.Marshal()
+	require.NoError(t, err)
+
+	ops := c.encode(nil, src)
+	require.Less(t, len(ops), len(src)/3, "a pod of the reference's shape codes to under a third of its %d bytes", len(src))
+	got, err := c.decode(nil, string(ops))
+	require.NoError(t, err)
+	require.Equal(t, src, got)
+
+	self := c.encode(nil, ref)
+	require.LessOrEqual(t, len(self), 4, "the reference itself is one copy")
+}
+
+func TestRefCoderRoundTrips(t *testing.T) {
+	c := newRefCoder([]byte("the quick brown fox jumps over the lazy dog"))
+	for _, src := range [][]byte{
+		nil,
+		[]byte("abc"),
+		[]byte("the quick brown fox"),
+		[]byte("a lazy dog jumps over the quick brown fox, twice: the quick brown fox"),
+		bytes.Repeat([]byte{0xff, 0x00, 0x80}, 200), // nothing in common, long literal
+	} {
+		ops := c.encode([]byte("prefix"), src)
+		require.Equal(t, "prefix", string(ops[:6]), "encode appends")
+		got, err := c.decode([]byte("kept"), string(ops[6:]))
+		require.NoError(t, err)
+		require.Equal(t, "kept"+string(src), string(got), "decode appends")
+	}
+}
+
+func TestRefCoderRefusesCorruptOps(t *testing.T) {
+	c := newRefCoder([]byte("0123456789"))
+	for name, ops := range map[string]string{
+		"truncated varint":        "\x80",
+		"literal past the end":    "\x0aabc",              // 5 literal bytes, 3 there
+		"copy past the reference": "\x09\x08",             // 4 bytes at 8
+		"copy offset missing":     "\x09",                 // a copy without its offset
+		"copy offset overflow":    "\x09\xff\xff\xff\x0f", // offset far beyond
+	} {
+		_, err := c.decode(nil, ops)
+		require.ErrorIs(t, err, errBadRefCode, name)
+	}
+}
+
+func FuzzRefCoder(f *testing.F) {
+	ref, err := benchPod().Marshal()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(ref)
+	f.Add([]byte("x"))
+	c := newRefCoder(ref)
+	f.Fuzz(func(t *testing.T, src []byte) {
+		got, err := c.decode(nil, string(c.encode(nil, src)))
+		if err != nil || !bytes.Equal(got, src) {
+			t.Fatalf("round trip of %q: %q, %v", src, got, err)
+		}
+		_, _ = c.decode(nil, string(src)) // any input: an error, never a panic
+	})
+}
+
+func TestPodCacheDecodesPodsCodedAgainstTheFirst(t *testing.T) {
+	c := newPodCache(Config{Client: clientset.Wrap(fake.NewClientset())}, func(string) bool { return true })
+	different := benchPodN(7, 3)
+	different.Labels = map[string]string{"app": "web", "tier": "front"}
+	different.Spec.Containers = append(different.Spec.Containers, v1.Container{Name: "sidecar", Image: "example.com/proxy:v2",
+		Args: []string{"--listen", ":8080"}})
+	different.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+	pods := []*v1.Pod{benchPodN(0, 3), benchPodN(1, 3), different, benchPodN(2, 3)}
+	for _, p := range pods {
+		e, err := c.transform(p, false)
+		require.NoError(t, err)
+		want, err := p.Marshal()
+		require.NoError(t, err)
+		got, err := e.decode().Marshal()
+		require.NoError(t, err)
+		require.Equal(t, want, got, "pod %s decodes to itself", p.Name)
+	}
+	require.Same(t, c.coder.Load(), c.entry(pods[3].UID).coder, "one reference, the first pod's")
+}
