@@ -20,9 +20,8 @@ import (
 // Client implements Interface against an API server. Build it with
 // NewForConfig; it is safe for concurrent use.
 type Client struct {
-	params                    runtime.ParameterCodec
-	core, coordination, authn rest.Interface
-	authz                     rest.Interface
+	params                           runtime.ParameterCodec
+	core, coordination, authn, authz rest.Interface // one per API group
 }
 
 var _ Interface = (*Client)(nil)
