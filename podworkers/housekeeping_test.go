@@ -87,7 +87,7 @@ func TestSyncKnownPods(t *testing.T) {
 	known = w.SyncKnownPods(ctx, nil)
 	require.Empty(t, known)
 	require.Empty(t, w.pods)
-	require.Empty(t, w.due)
+	require.Zero(t, w.dueLen())
 }
 
 func TestQueriesThroughLifecycle(t *testing.T) {

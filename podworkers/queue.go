@@ -16,11 +16,12 @@ func (w *Workers) DuePods() []types.UID {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := w.cfg.Clock.Now()
+	at := stampAt(w.epoch, now)
 	var uids []types.UID
-	for uid, at := range w.due {
-		if !at.After(now) {
+	for uid, st := range w.pods {
+		if st.hasDue && st.due <= at {
 			uids = append(uids, uid)
-			delete(w.due, uid)
+			st.hasDue = false
 		}
 	}
 	return uids
@@ -32,11 +33,33 @@ func (w *Workers) DuePods() []types.UID {
 func (w *Workers) NextDue() (time.Time, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var next time.Time
-	for _, at := range w.due {
-		if next.IsZero() || at.Before(next) {
-			next = at
+	var next stamp
+	found := false
+	for _, st := range w.pods {
+		if st.hasDue && (!found || st.due < next) {
+			next, found = st.due, true
 		}
 	}
-	return next, !next.IsZero()
+	if !found {
+		return time.Time{}, false
+	}
+	return next.time(w.epoch), true
+}
+
+// setDue puts st in the work queue, due at at. Called with mu held.
+func (w *Workers) setDue(st *podState, at time.Time) {
+	st.due, st.hasDue = stampAt(w.epoch, at), true
+}
+
+// dueLen returns how many pods sit in the work queue.
+func (w *Workers) dueLen() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, st := range w.pods {
+		if st.hasDue {
+			n++
+		}
+	}
+	return n
 }

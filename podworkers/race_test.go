@@ -193,7 +193,7 @@ func TestThousandPodsRace(t *testing.T) {
 	}
 	require.Empty(t, w.SyncKnownPods(context.Background(), nil))
 	require.Empty(t, w.pods)
-	require.Empty(t, w.due)
+	require.Zero(t, w.dueLen())
 	require.Empty(t, w.runnable)
 }
 

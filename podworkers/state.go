@@ -14,9 +14,6 @@ import (
 // update and a queue entry: no goroutine and no channel.
 type podState struct {
 	uid types.UID
-	// fullname is the static pod's full name ("" for other pods): static
-	// pods run one at a time per full name.
-	fullname string
 
 	// pending is the latest update not yet seen by a worker; a newer update
 	// replaces it (the termination request itself lives in the fields
@@ -30,21 +27,26 @@ type podState struct {
 	// (Config.LookupPod; active.Pod is then nil): what the workers need of
 	// it when the host no longer has it.
 	released *podStub
-	// working is true while a goroutine owns the pod or it sits in the
-	// runnable queue; at most one owner exists at a time.
-	working bool
-	// queued is true while the pod sits in the runnable queue.
-	queued bool
+	// kill holds what kill requests left for the termination (status
+	// func, completion channels); nil for a pod nobody killed.
+	kill *killState
 	// cancel stops the sync in flight, if any.
 	cancel context.CancelFunc
 
-	// lastSyncAt is when the previous sync returned; the status barrier
-	// waits for status newer than this.
-	lastSyncAt time.Time
-	grace      gracePeriod
-	statusFn   StatusFunc
-	completed  []chan<- struct{}
+	// lastSync is when the previous sync returned (the status barrier
+	// waits for status newer than this); due is when the pod's next resync
+	// or retry is due, if hasDue. Both are stamps on Workers.epoch: 8
+	// bytes each where a time.Time takes 24, and a pod's due time lives
+	// here rather than in a map of its own.
+	lastSync, due stamp
+	grace         gracePeriod
 
+	// working is true while a goroutine owns the pod or it sits in the
+	// runnable queue; at most one owner exists at a time. queued is true
+	// while the pod sits in the runnable queue.
+	working, queued bool
+	// hasDue: due is set (the pod is in the work queue).
+	hasDue bool
 	// hasStarted: the pod's first sync began; terminating: termination
 	// was requested; hasTerminated: its containers are stopped. (Flags,
 	// not times: a worker per pod, 10,000 of them on a virtual node
@@ -58,6 +60,45 @@ type podState struct {
 	finished           bool
 	restartRequested   bool
 	observedRuntime    bool
+}
+
+// killState is what kill requests leave for a pod's termination.
+type killState struct {
+	statusFn  StatusFunc
+	completed []chan<- struct{}
+}
+
+// statusFn returns the status func of the kill in force, if any.
+func (s *podState) statusFn() StatusFunc {
+	if s.kill == nil {
+		return nil
+	}
+	return s.kill.statusFn
+}
+
+// stamp is a time as an offset from an epoch (Workers.epoch), zero for
+// none: a non-negative offset d is stored as d+1.
+type stamp int64
+
+// stampAt returns the stamp of t on epoch.
+func stampAt(epoch, t time.Time) stamp {
+	if d := t.Sub(epoch); d < 0 {
+		return stamp(d)
+	} else {
+		return stamp(d + 1)
+	}
+}
+
+// time returns the stamp's time on epoch, the zero Time for none.
+func (s stamp) time(epoch time.Time) time.Time {
+	switch {
+	case s == 0:
+		return time.Time{}
+	case s > 0:
+		return epoch.Add(time.Duration(s - 1))
+	default:
+		return epoch.Add(time.Duration(s))
+	}
 }
 
 func (s *podState) terminationRequested() bool { return s.terminating }
@@ -80,10 +121,19 @@ func (s *podState) state() State {
 
 // closeCompleted closes every kill's Completed channel.
 func (s *podState) closeCompleted() {
-	for _, ch := range s.completed {
+	if s.kill == nil {
+		return
+	}
+	for _, ch := range s.kill.completed {
 		close(ch)
 	}
-	s.completed = nil
+	s.kill.completed = nil
+}
+
+// endKill closes every kill's Completed channel and drops the status func.
+func (s *podState) endKill() {
+	s.closeCompleted()
+	s.kill = nil
 }
 
 // merge records what a worker is about to act on. The pod is kept unless

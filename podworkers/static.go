@@ -15,30 +15,32 @@ import (
 // waitStatic records that st, a static pod seen for the first time, waits
 // for its full name. Called with mu held.
 func (w *Workers) waitStatic(st *podState) {
-	w.waitingStatic[st.fullname] = append(w.waitingStatic[st.fullname], st.uid)
+	name := w.staticNames[st.uid]
+	w.waitingStatic[name] = append(w.waitingStatic[name], st.uid)
 }
 
 // allowStaticStart reports whether st may start now, claiming its full name
 // if so: no other pod holds the name and st is the first live pod waiting
 // for it. Called with mu held.
 func (w *Workers) allowStaticStart(st *podState) bool {
-	if holder, ok := w.startedStatic[st.fullname]; ok {
+	name := w.staticNames[st.uid]
+	if holder, ok := w.startedStatic[name]; ok {
 		return holder == st.uid
 	}
-	waiting := w.waitingStatic[st.fullname]
+	waiting := w.waitingStatic[name]
 	for i, uid := range waiting {
 		if !w.canStartStatic(uid) {
 			continue
 		}
 		if uid != st.uid {
-			w.setWaiting(st.fullname, waiting[i:])
+			w.setWaiting(name, waiting[i:])
 			return false
 		}
 		waiting = waiting[i+1:]
 		break
 	}
-	w.setWaiting(st.fullname, waiting)
-	w.startedStatic[st.fullname] = st.uid
+	w.setWaiting(name, waiting)
+	w.startedStatic[name] = st.uid
 	return true
 }
 
@@ -59,11 +61,12 @@ func (w *Workers) setWaiting(fullname string, uids []types.UID) {
 // releaseStatic frees st's full name if st holds it and schedules the next
 // waiting pod that has work. Called with mu held.
 func (w *Workers) releaseStatic(st *podState) {
-	if holder, ok := w.startedStatic[st.fullname]; !ok || holder != st.uid {
+	name := w.staticNames[st.uid]
+	if holder, ok := w.startedStatic[name]; !ok || holder != st.uid {
 		return
 	}
-	delete(w.startedStatic, st.fullname)
-	for _, uid := range w.waitingStatic[st.fullname] {
+	delete(w.startedStatic, name)
+	for _, uid := range w.waitingStatic[name] {
 		if !w.canStartStatic(uid) {
 			continue
 		}
@@ -77,9 +80,10 @@ func (w *Workers) releaseStatic(st *podState) {
 // unwaitStatic removes a forgotten pod from its name's waiting list.
 // Called with mu held.
 func (w *Workers) unwaitStatic(st *podState) {
-	waiting, ok := w.waitingStatic[st.fullname]
+	name := w.staticNames[st.uid]
+	waiting, ok := w.waitingStatic[name]
 	if !ok {
 		return
 	}
-	w.setWaiting(st.fullname, slices.DeleteFunc(slices.Clone(waiting), func(uid types.UID) bool { return uid == st.uid }))
+	w.setWaiting(name, slices.DeleteFunc(slices.Clone(waiting), func(uid types.UID) bool { return uid == st.uid }))
 }

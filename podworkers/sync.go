@@ -82,7 +82,7 @@ func (w *Workers) begin(ctx context.Context, st *podState) *unit {
 	return &unit{
 		st: st, ctx: uctx, cancel: cancel, logger: logger, work: work,
 		typ: upd.Type, pod: st.active.Pod, mirror: st.active.MirrorPod, runtime: upd.RunningPod,
-		grace: st.grace.seconds, status: st.statusFn, after: st.lastSyncAt, start: upd.StartTime,
+		grace: st.grace.seconds, status: st.statusFn(), after: st.lastSync.time(w.epoch), start: upd.StartTime,
 	}
 }
 
@@ -94,8 +94,8 @@ func (w *Workers) allowStart(logger klog.Logger, st *podState, upd *Update) bool
 	if upd.Pod == nil || !w.cfg.IsStatic(upd.Pod) {
 		return true
 	}
-	if st.fullname == "" { // first seen as a runtime pod
-		st.fullname = kubetypes.FullNameOf(upd.Pod.Name, upd.Pod.Namespace)
+	if _, ok := w.staticNames[st.uid]; !ok { // first seen as a runtime pod
+		w.staticNames[st.uid] = kubetypes.FullNameOf(upd.Pod.Name, upd.Pod.Namespace)
 	}
 	if st.terminationRequested() {
 		logger.V(4).Info("Static pod was terminated before it started")
@@ -103,7 +103,7 @@ func (w *Workers) allowStart(logger klog.Logger, st *podState, upd *Update) bool
 		return false
 	}
 	if !w.allowStaticStart(st) {
-		logger.V(4).Info("Static pod waits for another pod with the same full name", "fullName", st.fullname)
+		logger.V(4).Info("Static pod waits for another pod with the same full name", "fullName", w.staticNames[st.uid])
 		st.pending = upd
 		st.working = false
 		return false
@@ -161,7 +161,7 @@ func (w *Workers) finish(u *unit, terminal bool, err error) bool {
 	st := u.st
 	now := w.cfg.Clock.Now()
 	st.cancel = nil
-	st.lastSyncAt = now
+	st.lastSync = stampAt(w.epoch, now)
 	if !u.start.IsZero() {
 		w.metrics.observe(u, now.Sub(u.start))
 	}
@@ -176,7 +176,7 @@ func (w *Workers) finish(u *unit, terminal bool, err error) bool {
 		w.requeueLast(st)
 	case err != nil:
 		u.logger.Error(err, "Error syncing pod, skipping", "workType", u.work)
-		w.due[st.uid] = now.Add(w.backOff(err))
+		w.setDue(st, now.Add(w.backOff(err)))
 	case u.work == StateTerminated:
 		u.logger.V(4).Info("Pod is complete and the worker can now stop")
 		w.finishPod(st)
@@ -189,8 +189,7 @@ func (w *Workers) finish(u *unit, terminal bool, err error) bool {
 	case u.work == StateTerminating:
 		u.logger.V(4).Info("Pod terminated all containers successfully")
 		st.hasTerminated = true
-		st.closeCompleted()
-		st.statusFn = nil
+		st.endKill()
 		transition = true
 	case terminal:
 		u.logger.V(4).Info("Pod is terminal")
@@ -201,13 +200,13 @@ func (w *Workers) finish(u *unit, terminal bool, err error) bool {
 		st.startedTerminating = true
 		transition = true
 	default:
-		w.due[st.uid] = now.Add(jitter(w.cfg.ResyncInterval, w.cfg.ResyncJitter, w.cfg.Rand()))
+		w.setDue(st, now.Add(jitter(w.cfg.ResyncInterval, w.cfg.ResyncJitter, w.cfg.Rand())))
 		if w.cfg.LookupPod != nil && st.pending == nil && st.active != nil && st.active.Pod != nil {
 			st.release(w.cfg.IsStatic(st.active.Pod))
 		}
 	}
 	if transition {
-		delete(w.due, st.uid)
+		st.hasDue = false
 		w.requeueLast(st)
 	}
 	if st.pending != nil {
@@ -246,9 +245,8 @@ func (w *Workers) finishPod(st *podState) {
 	st.finished = true
 	st.working = false
 	st.pending = nil
-	st.statusFn = nil
-	st.closeCompleted()
-	delete(w.due, st.uid)
+	st.endKill()
+	st.hasDue = false
 	w.releaseStatic(st)
 }
 
@@ -273,9 +271,12 @@ func (w *Workers) requeueLast(st *podState) {
 func (w *Workers) forget(st *podState) {
 	if w.pods[st.uid] == st {
 		delete(w.pods, st.uid)
-		delete(w.due, st.uid)
 	}
-	st.closeCompleted()
+	st.hasDue = false
+	st.endKill()
 	w.releaseStatic(st)
 	w.unwaitStatic(st)
+	if w.pods[st.uid] == nil {
+		delete(w.staticNames, st.uid)
+	}
 }

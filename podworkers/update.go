@@ -67,7 +67,7 @@ func (w *Workers) UpdatePod(ctx context.Context, u Update) error {
 		st = &podState{uid: uid}
 		w.pods[uid] = st
 		if u.Pod != nil && w.cfg.IsStatic(u.Pod) {
-			st.fullname = kubetypes.FullNameOf(name, namespace)
+			w.staticNames[uid] = kubetypes.FullNameOf(name, namespace)
 			w.waitStatic(st)
 		}
 	}
@@ -142,11 +142,16 @@ func (w *Workers) applyTermination(logger klog.Logger, st *podState, u *Update, 
 		return false, false, false
 	}
 	if k := u.Kill; k != nil {
-		if k.Completed != nil {
-			st.completed = append(st.completed, k.Completed)
-		}
-		if k.StatusFunc != nil {
-			st.statusFn = k.StatusFunc
+		if k.Completed != nil || k.StatusFunc != nil {
+			if st.kill == nil {
+				st.kill = &killState{}
+			}
+			if k.Completed != nil {
+				st.kill.completed = append(st.kill.completed, k.Completed)
+			}
+			if k.StatusFunc != nil {
+				st.kill.statusFn = k.StatusFunc
+			}
 		}
 		if k.Evict {
 			st.evicted = true

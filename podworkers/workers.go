@@ -17,8 +17,11 @@ type Workers struct {
 
 	mu   sync.Mutex
 	pods map[types.UID]*podState
-	// due holds, per pod, when its next resync or retry is due.
-	due map[types.UID]time.Time
+	// epoch is the Clock's time at New, the origin of the pods' stamps.
+	epoch time.Time
+	// staticNames holds the full name (name_namespace) of each static pod:
+	// static pods run one at a time per full name.
+	staticNames map[types.UID]string
 	// startedStatic maps a static pod full name to the UID allowed to run;
 	// waitingStatic lists, in arrival order, the UIDs waiting for it.
 	startedStatic map[string]types.UID
@@ -58,7 +61,8 @@ func New(cfg Config) (*Workers, error) {
 		cfg:           cfg,
 		metrics:       m,
 		pods:          map[types.UID]*podState{},
-		due:           map[types.UID]time.Time{},
+		epoch:         cfg.Clock.Now(),
+		staticNames:   map[types.UID]string{},
 		startedStatic: map[string]types.UID{},
 		waitingStatic: map[string][]types.UID{},
 	}, nil
