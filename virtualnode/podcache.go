@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -77,26 +78,38 @@ type statusMark struct {
 // metav1.ObjectMetaAccessor, which the informer's key function and its
 // resync detection use.
 type podEntry struct {
-	name, resourceVersion string
-	uid                   types.UID
-	// namespace and node are interned: the pods of a namespace, of a node,
-	// share one copy of its name.
-	namespace, node unique.Handle[string]
-	phase           v1.PodPhase // the API's constant where it is one
-	deleting        bool        // the pod has a deletion timestamp
-	// enc is the protobuf encoding of the pod the agent hands out (a pod
-	// of a managed node; empty otherwise, with coder nil), without the
-	// fields above, which decode puts back: each decoded pod shares the
-	// entry's strings, so what the workers and the provider keep of a pod
-	// (its UID, name and namespace) is not a copy per decoding. It is kept
-	// coded against the cache's first such encoding by coder.
-	enc   string
-	coder *refCoder
+	// name and uid are those of the pod's first entry in the cache, shared
+	// by its later ones: what the workers and the provider keep of a pod
+	// (its UID, name and namespace) is one copy, whichever entry they
+	// decoded it from.
+	name string
+	uid  types.UID
+	// data is the resource version (its first rvLen bytes) followed by the
+	// protobuf encoding of the pod the agent hands out (a pod of a managed
+	// node; none otherwise, with coder nil) without the fields decode puts
+	// back from the entry: one allocation. The encoding is coded against
+	// the cache's first such encoding by coder.
+	data  string
+	rvLen uint32
+	// namespace, node and phase are interned: the pods of a namespace, of
+	// a node, in a phase, share one copy of its name.
+	namespace, node, phase unique.Handle[string]
+	deleting               bool // the pod has a deletion timestamp
+	coder                  *refCoder
 }
+
+// resourceVersion returns the resource version of the pod's entry.
+func (e *podEntry) resourceVersion() string { return e.data[:e.rvLen] }
+
+// enc returns the coded encoding of a managed pod, empty for another pod.
+func (e *podEntry) enc() string { return e.data[e.rvLen:] }
+
+// podPhase returns the pod's phase.
+func (e *podEntry) podPhase() v1.PodPhase { return v1.PodPhase(e.phase.Value()) }
 
 // GetObjectMeta implements metav1.ObjectMetaAccessor.
 func (e *podEntry) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Namespace: e.namespace.Value(), Name: e.name, UID: e.uid, ResourceVersion: e.resourceVersion}
+	return &metav1.ObjectMeta{Namespace: e.namespace.Value(), Name: e.name, UID: e.uid, ResourceVersion: e.resourceVersion()}
 }
 
 // nodeName returns the name of the node the pod is bound to.
@@ -111,7 +124,7 @@ func (e *podEntry) decode() *v1.Pod {
 	}
 	buf := e.coder.buffer()
 	defer e.coder.release(buf)
-	raw, err := e.coder.decode((*buf)[:0], e.enc)
+	raw, err := e.coder.decode((*buf)[:0], e.enc())
 	if err != nil {
 		return nil
 	}
@@ -120,8 +133,8 @@ func (e *podEntry) decode() *v1.Pod {
 	if p.Unmarshal(raw) != nil { // copies what it keeps: buf is reused
 		return nil
 	}
-	p.Name, p.Namespace, p.UID, p.ResourceVersion = e.name, e.namespace.Value(), e.uid, e.resourceVersion
-	p.Spec.NodeName, p.Status.Phase = e.node.Value(), e.phase
+	p.Name, p.Namespace, p.UID, p.ResourceVersion = e.name, e.namespace.Value(), e.uid, e.resourceVersion()
+	p.Spec.NodeName, p.Status.Phase = e.node.Value(), e.podPhase()
 	return p
 }
 
@@ -188,11 +201,20 @@ func entryOf(obj any) *podEntry {
 // digest and shape of its status, and lists it under its node. p is not
 // modified.
 func (c *podCache) transform(p *v1.Pod, trim bool) (*podEntry, error) {
-	e := &podEntry{namespace: unique.Make(p.Namespace), name: p.Name, resourceVersion: p.ResourceVersion, uid: p.UID,
-		node: unique.Make(p.Spec.NodeName), phase: knownPhase(p.Status.Phase), deleting: p.DeletionTimestamp != nil}
+	if len(p.ResourceVersion) > math.MaxUint32 {
+		return nil, fmt.Errorf("virtualnode: pod %s/%s: resource version of %d bytes", p.Namespace, p.Name, len(p.ResourceVersion))
+	}
+	e := &podEntry{namespace: unique.Make(p.Namespace), name: p.Name, uid: p.UID, data: p.ResourceVersion,
+		rvLen: uint32(len(p.ResourceVersion)), node: unique.Make(p.Spec.NodeName), phase: unique.Make(string(p.Status.Phase)),
+		deleting: p.DeletionTimestamp != nil}
 	if !c.managed(p.Spec.NodeName) {
 		return e, nil
 	}
+	c.mu.Lock()
+	if r, ok := c.pods[p.UID]; ok && r.entry.name == e.name {
+		e.name, e.uid = r.entry.name, r.entry.uid // one copy per pod
+	}
+	c.mu.Unlock()
 	sum, err := statusSum(c.seed, &p.Status)
 	if err != nil {
 		return nil, fmt.Errorf("virtualnode: pod %s/%s: %w", p.Namespace, p.Name, err)
@@ -242,19 +264,8 @@ func (c *podCache) encode(e *podEntry, q *v1.Pod) error {
 	ops := coder.buffer()
 	defer coder.release(ops)
 	*ops = coder.encode((*ops)[:0], (*raw)[:n])
-	e.enc, e.coder = string(*ops), coder
+	e.data, e.coder = e.data+string(*ops), coder
 	return nil
-}
-
-// knownPhase returns the API's constant equal to phase, or phase: the
-// entries of pods in one phase share its text.
-func knownPhase(phase v1.PodPhase) v1.PodPhase {
-	for _, k := range [...]v1.PodPhase{v1.PodRunning, v1.PodPending, v1.PodSucceeded, v1.PodFailed, v1.PodUnknown} {
-		if phase == k {
-			return k
-		}
-	}
-	return phase
 }
 
 // unlist removes uid from node's list. Called with mu held.

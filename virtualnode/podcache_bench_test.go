@@ -79,7 +79,7 @@ func BenchmarkPodCacheTransform(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		size = len(e.enc)
+		size = len(e.enc())
 	}
 	b.ReportMetric(float64(size), "pod-bytes")
 }

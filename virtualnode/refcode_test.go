@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
@@ -103,4 +104,22 @@ func TestPodCacheDecodesPodsCodedAgainstTheFirst(t *testing.T) {
 		require.Equal(t, want, got, "pod %s decodes to itself", p.Name)
 	}
 	require.Same(t, c.coder.Load(), c.entry(pods[3].UID).coder, "one reference, the first pod's")
+}
+
+func TestPodCacheEntriesOfAPodShareItsNameAndUID(t *testing.T) {
+	c := newPodCache(Config{Client: clientset.Wrap(fake.NewClientset())}, func(string) bool { return true })
+	first, err := c.transform(benchPodN(3, 2), true)
+	require.NoError(t, err)
+	update := benchPodN(3, 2) // the same pod decoded afresh from a later event
+	update.ResourceVersion = "999999"
+	update.Status.Phase = v1.PodSucceeded
+	later, err := c.transform(update, true)
+	require.NoError(t, err)
+	require.Same(t, unsafe.StringData(first.name), unsafe.StringData(later.name))
+	require.Same(t, unsafe.StringData(string(first.uid)), unsafe.StringData(string(later.uid)))
+	require.Equal(t, "999999", later.resourceVersion())
+	got := later.decode()
+	require.Equal(t, update.ResourceVersion, got.ResourceVersion)
+	require.Equal(t, v1.PodSucceeded, got.Status.Phase)
+	require.Same(t, unsafe.StringData(first.name), unsafe.StringData(got.Name), "a decoded pod shares them too")
 }

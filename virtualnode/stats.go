@@ -29,7 +29,7 @@ func (a *Agent) nodeSummary(ctx context.Context, node string) (*statsapi.Summary
 	var nanoCores, coreNanos, workingSet uint64
 	sum := &statsapi.Summary{Node: statsapi.NodeStats{NodeName: node, StartTime: metav1.NewTime(a.started)}}
 	for _, e := range a.cache.podsOn(node) {
-		if e.phase != v1.PodRunning {
+		if e.podPhase() != v1.PodRunning {
 			continue
 		}
 		pod := e.decode()

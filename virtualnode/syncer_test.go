@@ -184,7 +184,8 @@ func TestPodCacheKeepsLittleOfOtherNodesPods(t *testing.T) {
 	got, err := c.transform(other, false)
 	require.NoError(t, err)
 	require.Equal(t, &podEntry{namespace: unique.Make(other.Namespace), name: other.Name, uid: other.UID,
-		resourceVersion: other.ResourceVersion, node: unique.Make("real-node")}, got)
+		data: other.ResourceVersion, rvLen: uint32(len(other.ResourceVersion)), node: unique.Make("real-node"),
+		phase: unique.Make(string(other.Status.Phase))}, got)
 	require.Nil(t, got.decode())
 	_, known := c.lastStatus(other.UID)
 	require.False(t, known)
@@ -194,7 +195,7 @@ func TestPodCacheKeepsLittleOfOtherNodesPods(t *testing.T) {
 	mine.Status = v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.1.0.1", Conditions: []v1.PodCondition{{Type: v1.PodReady}}}
 	full, err := c.transform(mine, false)
 	require.NoError(t, err)
-	require.Equal(t, v1.PodRunning, full.phase)
+	require.Equal(t, v1.PodRunning, full.podPhase())
 	decoded := full.decode()
 	want := mine.DeepCopy()
 	want.ManagedFields = nil
