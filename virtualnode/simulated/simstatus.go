@@ -49,7 +49,7 @@ func (p *simPod) outcome(now time.Time) (running bool, end time.Time, code int32
 func simStatus(pod *v1.Pod, p *simPod, now time.Time) *v1.PodStatus {
 	sec := func(t time.Time) metav1.Time { return metav1.NewTime(t.Truncate(time.Second)) }
 	created := sec(p.created.time())
-	ip := p.ip.String()
+	ip := p.addr().String()
 	st := &v1.PodStatus{
 		Phase:     v1.PodPending,
 		StartTime: &created,

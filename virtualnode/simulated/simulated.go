@@ -75,23 +75,35 @@ type Provider struct {
 }
 
 // simPod is the simulator's record of a pod, one per pod it runs: its
-// times are instants and its address a netip.Addr: 96 bytes, where
-// time.Time fields and a string took 168 and the string's own allocation.
+// times are instants and its address four bytes (PodCIDR is IPv4), its
+// timers kept only while armed: 64 bytes, where time.Time fields, a
+// string address and a slice of fired timers took 168 and more.
 type simPod struct {
-	created  instant
-	readyAt  instant
-	exitAt   instant // zero: never exits
-	stopped  instant // zero: not stopped
+	created instant
+	readyAt instant
+	exitAt  instant // zero: never exits
+	stopped instant // zero: not stopped
+	// ended, made only when a log follower waits (endedChan), is closed
+	// once hasEnded is set.
+	ended  chan struct{}
+	timers *simTimers // nil: none armed
+	// exitCode is the code the containers exit with, at exitAt.
 	exitCode int32
+	ip       [4]byte
 	killed   bool // stopped at the end of the grace period
 	// hasEnded is set once the containers have ended (exited or stopped)
-	// or the pod is forgotten; ended, made only when a log follower waits
-	// (endedChan), is closed then.
+	// or the pod is forgotten.
 	hasEnded bool
-	ended    chan struct{}
-	ip       netip.Addr
-	timers   []clock.Timer
 }
+
+// simTimers are a pod's armed timers: the one that makes it ready, the one
+// that makes it exit.
+type simTimers struct {
+	ready, exit clock.Timer
+}
+
+// addr returns the pod's address.
+func (p *simPod) addr() netip.Addr { return netip.AddrFrom4(p.ip) }
 
 // instant is a time in Unix nanoseconds, zero for none: 8 bytes where a
 // time.Time takes 24.
@@ -192,10 +204,31 @@ func (s *Provider) Close() {
 }
 
 func (p *simPod) stopTimers() {
-	for _, t := range p.timers {
-		t.Stop()
+	if t := p.timers; t != nil {
+		for _, tm := range []clock.Timer{t.ready, t.exit} {
+			if tm != nil {
+				tm.Stop()
+			}
+		}
 	}
 	p.timers = nil
+}
+
+// fired forgets the pod's timer that fired (ready or exit). Call with the
+// simulator's lock held.
+func (p *simPod) fired(exit bool) {
+	t := p.timers
+	if t == nil {
+		return
+	}
+	if exit {
+		t.exit = nil
+	} else {
+		t.ready = nil
+	}
+	if t.ready == nil && t.exit == nil {
+		p.timers = nil
+	}
 }
 
 // CreatePod implements virtualnode.Provider.
@@ -213,31 +246,34 @@ func (s *Provider) CreatePod(_ context.Context, pod *v1.Pod) error {
 	p := &simPod{created: at(now), readyAt: at(now.Add(s.cfg.ReadyDelay)), exitCode: exitCode}
 	st := pod.Status
 	ip, err := netip.ParseAddr(st.PodIP)
-	if st.Phase == v1.PodRunning && err == nil && st.StartTime != nil {
+	if st.Phase == v1.PodRunning && err == nil && ip.Is4() && st.StartTime != nil {
 		// Adopted: it ran under another replica (a shard taken over), and
 		// runs on as it was, with its address and start time.
-		p.created, p.readyAt, p.ip = at(st.StartTime.Time), at(now), ip
+		p.created, p.readyAt, p.ip = at(st.StartTime.Time), at(now), ip.As4()
 	} else {
-		p.ip = s.allocIP()
+		p.ip = s.allocIP().As4()
 		if s.cfg.ReadyDelay > 0 {
-			p.timers = append(p.timers, s.after(s.cfg.ReadyDelay, pod.UID, nil))
+			p.timers = &simTimers{ready: s.after(s.cfg.ReadyDelay, pod.UID, func() { p.fired(false) })}
 		}
 	}
 	if exitAfter > 0 && exits(pod.Spec.RestartPolicy, exitCode) {
 		p.exitAt = p.readyAt + instant(exitAfter)
-		p.timers = append(p.timers, s.after(s.cfg.ReadyDelay+exitAfter, pod.UID, p.markEnded))
+		if p.timers == nil {
+			p.timers = &simTimers{}
+		}
+		p.timers.exit = s.after(s.cfg.ReadyDelay+exitAfter, pod.UID, func() { p.fired(true); p.markEnded() })
 	}
 	s.pods[pod.UID] = p
 	return nil
 }
 
-// after runs onFire (if not nil, with s.mu held) and notifies the agent
-// about uid once d has passed. Call with s.mu held.
+// after runs onFire (with s.mu held, unless the simulator is closed) and
+// notifies the agent about uid once d has passed. Call with s.mu held.
 func (s *Provider) after(d time.Duration, uid types.UID, onFire func()) clock.Timer {
 	return s.cfg.Clock.AfterFunc(d, func() {
 		s.mu.Lock()
 		notify, closed := s.notify, s.closed
-		if onFire != nil && !closed {
+		if !closed {
 			onFire()
 		}
 		s.mu.Unlock()

@@ -94,15 +94,29 @@ func TestSimulatedLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, v1.PodPending, st.Phase)
 
+	armed := func() (ready, exit bool) {
+		sim.mu.Lock()
+		defer sim.mu.Unlock()
+		tm := sim.pods[pod.UID].timers
+		return tm != nil && tm.ready != nil, tm != nil && tm.exit != nil
+	}
+	ready, exit := armed()
+	require.True(t, ready && exit)
+
 	clk.Step(2 * time.Second)
 	require.Equal(t, "uid-1", <-notified)
 	st, _ = sim.PodStatus(ctx, pod)
 	require.Equal(t, v1.PodRunning, st.Phase)
+	ready, exit = armed()
+	require.True(t, !ready && exit, "a fired timer is not kept")
 
 	clk.Step(5 * time.Second)
 	require.Equal(t, "uid-1", <-notified)
 	st, _ = sim.PodStatus(ctx, pod)
 	require.Equal(t, v1.PodFailed, st.Phase)
+	sim.mu.Lock()
+	require.Nil(t, sim.pods[pod.UID].timers, "no timer left")
+	sim.mu.Unlock()
 	require.NoError(t, sim.DeletePod(ctx, pod, 0)) // already exited: no wait
 	sim.ForgetPod(pod.UID)
 	require.Zero(t, sim.Len())
