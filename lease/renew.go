@@ -64,10 +64,16 @@ type state struct {
 func (c *Controller) renewAndReschedule(ctx context.Context, e *entry, due time.Time) error {
 	start := c.cfg.Clock.Now()
 	c.mu.Lock()
-	st := state{lease: e.lease, uid: e.uid, uidSet: e.uidSet, lastLookup: e.lastLookup}
+	kept := e.lease
+	st := state{uid: e.uid, uidSet: e.uidSet, lastLookup: e.lastLookup}
 	c.mu.Unlock()
+	st.lease = decodeLease(kept)
 
 	err := c.renew(ctx, e.name, &st)
+	kept = nil
+	if st.lease != nil {
+		kept = encodeLease(st.lease)
+	}
 	end := c.cfg.Clock.Now()
 	c.metrics.renewed(err, end.Sub(start).Seconds(), max(0, start.Sub(due).Seconds()))
 
@@ -77,7 +83,7 @@ func (c *Controller) renewAndReschedule(ctx context.Context, e *entry, due time.
 	if !e.uidSet || st.uidSet { // a concurrent SetNodeUID wins over lookups
 		e.uid, e.uidSet = st.uid, st.uidSet
 	}
-	e.lease, e.lastLookup = st.lease, st.lastLookup
+	e.lease, e.lastLookup = kept, st.lastLookup
 	if err == nil {
 		e.failures = 0
 		e.due = end.Add(Jitter(c.cfg.RenewInterval, c.cfg.RenewJitter, c.cfg.Rand()))
@@ -173,15 +179,17 @@ func (c *Controller) getOrCreate(ctx context.Context, name string, st *state) (g
 	return got{lease: strip(created), created: true}, nil
 }
 
-// build returns the lease to write: a copy of base (or a new lease) renewed
-// now, held by this controller, owned by the Node when its UID is known.
+// build returns the lease to write: base (or a new lease) renewed now,
+// held by this controller, owned by the Node when its UID is known. base is
+// modified: it is always a copy of its own (decoded from what an entry
+// keeps, or read), which no caller keeps once it is written.
 func (c *Controller) build(ctx context.Context, name string, base *coordinationv1.Lease, st *state) *coordinationv1.Lease {
 	holder := c.cfg.HolderIdentity(name)
 	var l *coordinationv1.Lease
 	if base == nil {
 		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.cfg.Namespace}}
 	} else {
-		l = base.DeepCopy()
+		l = base
 		if h := ptr.Deref(l.Spec.HolderIdentity, ""); h != holder {
 			klog.FromContext(ctx).Info("Lease is held by another identity; taking it over",
 				"lease", klog.KRef(c.cfg.Namespace, name), "holder", h, "newHolder", holder)
@@ -248,6 +256,29 @@ func (c *Controller) lookupOwner(ctx context.Context, name string, st *state) {
 // clock.
 func (c *Controller) requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return clockctx.WithTimeout(ctx, c.cfg.Clock, c.cfg.RequestTimeout)
+}
+
+// decodeLease returns the lease kept as enc, nil for none (or for an
+// encoding that does not decode, which encodeLease never makes).
+func decodeLease(enc []byte) *coordinationv1.Lease {
+	if enc == nil {
+		return nil
+	}
+	l := &coordinationv1.Lease{}
+	if l.Unmarshal(enc) != nil {
+		return nil
+	}
+	return l
+}
+
+// encodeLease returns the encoding to keep of l, nil if it has none (the
+// next renewal then reads the server's).
+func encodeLease(l *coordinationv1.Lease) []byte {
+	enc, err := l.Marshal()
+	if err != nil {
+		return nil
+	}
+	return enc
 }
 
 // strip drops what the controller never sends back (managed fields), which

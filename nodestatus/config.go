@@ -119,6 +119,22 @@ type Config struct {
 	// failed tries of one update (the kubelet closes its connections
 	// there). It must not block.
 	OnRepeatedFailure func(err error)
+	// Codec, if set, transforms the protobuf encoding of the last-known
+	// Node that the controller keeps between passes, and back. The
+	// controllers of many similar nodes (a virtual node agent's thousand)
+	// can share one that codes each encoding against a common reference.
+	// Nil keeps the encoding itself.
+	Codec Codec
+}
+
+// Codec keeps the protobuf encoding of a Node in another form
+// (Config.Codec). Its methods are called concurrently by the controllers
+// sharing it.
+type Codec interface {
+	// Encode returns the form to keep of raw; it must not retain raw.
+	Encode(raw []byte) ([]byte, error)
+	// Decode appends to dst the encoding kept as kept, and returns it.
+	Decode(dst, kept []byte) ([]byte, error)
 }
 
 func (c *Config) defaults() error {

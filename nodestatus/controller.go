@@ -161,12 +161,15 @@ func (c *Controller) read(ctx context.Context, try int) (*v1.Node, bool, error) 
 }
 
 // remember records n (not modified) as the last-known Node. A Node that
-// cannot be encoded, which a decoded one always can, leaves none: the next
-// pass reads the server.
+// cannot be encoded (or kept by the Codec), which a decoded one always
+// can, leaves none: the next pass reads the server.
 func (c *Controller) remember(n *v1.Node) {
 	s := *n
 	s.ManagedFields = nil
 	enc, err := s.Marshal()
+	if err == nil && c.cfg.Codec != nil {
+		enc, err = c.cfg.Codec.Encode(enc)
+	}
 	if err != nil {
 		c.last, c.lastUID = nil, ""
 		return
@@ -174,13 +177,21 @@ func (c *Controller) remember(n *v1.Node) {
 	c.last, c.lastUID = enc, n.UID
 }
 
-// lastNode decodes the last-known Node afresh, or returns nil.
+// lastNode decodes the last-known Node afresh, or returns nil (also when
+// the Codec cannot give it back: the next read is the server's).
 func (c *Controller) lastNode() *v1.Node {
 	if c.last == nil {
 		return nil
 	}
+	raw := c.last
+	if c.cfg.Codec != nil {
+		var err error
+		if raw, err = c.cfg.Codec.Decode(nil, c.last); err != nil {
+			return nil
+		}
+	}
 	n := &v1.Node{}
-	if n.Unmarshal(c.last) != nil {
+	if n.Unmarshal(raw) != nil {
 		return nil
 	}
 	return n

@@ -240,6 +240,65 @@ func TestLastNodeWithoutManagedFields(t *testing.T) {
 	require.Equal(t, v1.ConditionTrue, findCondition(a.ctl.Node(), v1.NodeMemoryPressure).Status)
 }
 
+// xorCodec keeps encodings XORed with a key, and fails to decode while
+// broken is set.
+type xorCodec struct {
+	encodes, decodes atomic.Int32
+	broken           atomic.Bool
+}
+
+func (c *xorCodec) Encode(raw []byte) ([]byte, error) {
+	c.encodes.Add(1)
+	out := make([]byte, len(raw))
+	for i, b := range raw {
+		out[i] = b ^ 0x5a
+	}
+	return out, nil
+}
+
+func (c *xorCodec) Decode(dst, kept []byte) ([]byte, error) {
+	c.decodes.Add(1)
+	if c.broken.Load() {
+		return nil, errors.New("broken")
+	}
+	for _, b := range kept {
+		dst = append(dst, b^0x5a)
+	}
+	return dst, nil
+}
+
+// TestCodecKeepsTheLastNode: with a Codec the last Node is kept in its
+// form and comes back whole; one that cannot give it back costs a GET.
+func TestCodecKeepsTheLastNode(t *testing.T) {
+	codec := &xorCodec{}
+	a := newAgent(t, func(c *Config) { c.Codec = codec })
+	ctx := context.Background()
+	_, err := a.ctl.Sync(ctx)
+	require.NoError(t, err)
+	a.verbs()
+	require.NotZero(t, codec.encodes.Load())
+	want := a.server(t).DeepCopy()
+	want.ManagedFields, want.TypeMeta = nil, metav1.TypeMeta{} // neither is kept
+	require.True(t, apiequality.Semantic.DeepEqual(want, a.ctl.Node()), "the last Node is the server's")
+	require.NotZero(t, codec.decodes.Load())
+
+	a.clk.Step(10 * time.Second)
+	a.pressure.Store(true)
+	res, err := a.ctl.Sync(ctx)
+	require.NoError(t, err)
+	require.True(t, res.Patched)
+	require.Equal(t, []string{"patch status"}, a.verbs(), "the patch starts from the kept Node")
+
+	codec.broken.Store(true)
+	a.clk.Step(10 * time.Second)
+	a.pressure.Store(false)
+	res, err = a.ctl.Sync(ctx)
+	require.NoError(t, err)
+	require.True(t, res.Patched)
+	require.Equal(t, []string{"get", "patch status"}, a.verbs(), "a Node the Codec cannot give back is read from the server")
+	require.Equal(t, v1.ConditionFalse, findCondition(a.server(t), v1.NodeMemoryPressure).Status)
+}
+
 // TestReRegisterZeroesExtendedResources: an agent whose device state was
 // lost finds its Node registered with a device plugin's resources; they are
 // zeroed until a provider reports them again, and kept without the hook.

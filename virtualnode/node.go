@@ -30,6 +30,8 @@ type node struct {
 type nodeCommon struct {
 	storage v1.ResourceList
 	labels  map[string]string
+	// codec keeps each node's last-known Node coded against the first's.
+	codec *nodeCodec
 }
 
 func newNodeCommon(cfg *Config) *nodeCommon {
@@ -40,6 +42,7 @@ func newNodeCommon(cfg *Config) *nodeCommon {
 	return &nodeCommon{
 		storage: v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse(DefaultEphemeralStorage)},
 		labels:  labels,
+		codec:   &nodeCodec{},
 	}
 }
 
@@ -85,7 +88,7 @@ func newNode(cfg *Config, common *nodeCommon, i int, name string, apiPort *atomi
 	}
 	ctl, err := nodestatus.New(nodestatus.Config{Client: cfg.Client, HeartbeatClient: cfg.HeartbeatClient,
 		NodeName: name, Labels: common.labels, Annotations: annotations, Taints: cfg.Taints, Setters: setters, DisableAttachDetachAnnotation: true,
-		UpdateFrequency: cfg.StatusUpdateFrequency, Clock: cfg.Clock,
+		UpdateFrequency: cfg.StatusUpdateFrequency, Clock: cfg.Clock, Codec: common.codec,
 		OnRegistered: func(n *v1.Node) { setUID(n.Name, n.UID) }})
 	if err != nil {
 		return nil, fmt.Errorf("virtualnode: node %s: %w", name, err)

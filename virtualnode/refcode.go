@@ -1,9 +1,12 @@
 package virtualnode
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"sync"
+	"sync/atomic"
+	"unsafe"
 )
 
 // refCoder writes a byte string as its differences from a reference
@@ -32,7 +35,7 @@ const (
 	maxCandidates = 8
 )
 
-var errBadRefCode = errors.New("virtualnode: corrupt pod encoding")
+var errBadRefCode = errors.New("virtualnode: corrupt coded encoding")
 
 func newRefCoder(ref []byte) *refCoder {
 	c := &refCoder{ref: string(ref), index: map[uint32][]int32{}}
@@ -138,4 +141,34 @@ func uvarint(s string) (uint64, string, bool) {
 		}
 	}
 	return 0, "", false
+}
+
+// nodeCodec keeps the last-known Node of each of an agent's nodes
+// (nodestatus.Codec) coded against the first one it was given: the nodes of
+// an agent differ in their names, addresses, IDs and times.
+type nodeCodec struct {
+	coder atomic.Pointer[refCoder]
+}
+
+// Encode implements nodestatus.Codec.
+func (c *nodeCodec) Encode(raw []byte) ([]byte, error) {
+	coder := c.coder.Load()
+	if coder == nil {
+		c.coder.CompareAndSwap(nil, newRefCoder(raw))
+		coder = c.coder.Load()
+	}
+	ops := coder.buffer()
+	defer coder.release(ops)
+	*ops = coder.encode((*ops)[:0], raw)
+	return bytes.Clone(*ops), nil
+}
+
+// Decode implements nodestatus.Codec.
+func (c *nodeCodec) Decode(dst, kept []byte) ([]byte, error) {
+	coder := c.coder.Load()
+	if coder == nil {
+		return nil, errBadRefCode
+	}
+	// The ops are only read, while kept cannot change: no copy.
+	return coder.decode(dst, unsafe.String(unsafe.SliceData(kept), len(kept)))
 }

@@ -2,13 +2,16 @@ package virtualnode
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/nodekit/nodekit/kubeclient/clientset"
@@ -122,4 +125,36 @@ func TestPodCacheEntriesOfAPodShareItsNameAndUID(t *testing.T) {
 	require.Equal(t, update.ResourceVersion, got.ResourceVersion)
 	require.Equal(t, v1.PodSucceeded, got.Status.Phase)
 	require.Same(t, unsafe.StringData(first.name), unsafe.StringData(got.Name), "a decoded pod shares them too")
+}
+
+func TestNodeCodecCodesNodesAgainstTheFirst(t *testing.T) {
+	node := func(i int) []byte {
+		n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("vn-%d", i), UID: types.UID(fmt.Sprintf("%08d-0000-4000-8000-000000000000", i)),
+			ResourceVersion: fmt.Sprint(1000 + i), Labels: map[string]string{"type": "virtual-kubelet", "kubernetes.io/hostname": fmt.Sprintf("vn-%d", i)}},
+			Status: v1.NodeStatus{
+				Capacity:  v1.ResourceList{v1.ResourceCPU: resource.MustParse("8"), v1.ResourceMemory: resource.MustParse("32Gi"), v1.ResourcePods: resource.MustParse("110")},
+				Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: fmt.Sprintf("172.16.0.%d", i)}, {Type: v1.NodeHostName, Address: fmt.Sprintf("vn-%d", i)}},
+				Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status",
+					LastHeartbeatTime: metav1.NewTime(t0.Add(time.Duration(i) * time.Second)), LastTransitionTime: metav1.NewTime(t0)}},
+				NodeInfo: v1.NodeSystemInfo{KubeletVersion: "v1.36.3", ContainerRuntimeVersion: "virtual://nodekit", OperatingSystem: "linux", Architecture: "amd64"}}}
+		raw, err := n.Marshal()
+		require.NoError(t, err)
+		return raw
+	}
+	var c nodeCodec
+	_, err := c.Decode(nil, []byte{1})
+	require.Error(t, err, "nothing to decode against yet")
+	for i := range 3 {
+		raw := node(i)
+		kept, err := c.Encode(raw)
+		require.NoError(t, err)
+		got, err := c.Decode(nil, kept)
+		require.NoError(t, err)
+		require.Equal(t, raw, got)
+		if i > 0 {
+			require.Less(t, len(kept), len(raw)/3, "node %d is coded against the first: %d of %d bytes", i, len(kept), len(raw))
+		}
+	}
+	_, err = c.Decode(nil, []byte{0xff, 0xff, 0xff})
+	require.Error(t, err)
 }
