@@ -2,6 +2,7 @@ package podworkers
 
 import (
 	"context"
+	"math"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -10,8 +11,9 @@ import (
 )
 
 // podState is everything the workers remember about one pod UID. All fields
-// are guarded by Workers.mu. An idle pod holds only this struct, its last
-// update and a queue entry: no goroutine and no channel.
+// are guarded by Workers.mu. An idle pod holds only this struct (with its
+// place in the work queue), its last update and, with Config.LookupPod, the
+// stub of its dropped pod: no goroutine, no channel, no timer.
 type podState struct {
 	uid types.UID
 
@@ -82,11 +84,11 @@ type stamp int64
 
 // stampAt returns the stamp of t on epoch.
 func stampAt(epoch, t time.Time) stamp {
-	if d := t.Sub(epoch); d < 0 {
+	d := t.Sub(epoch)
+	if d < 0 || d == math.MaxInt64 { // (Sub saturates: d+1 would overflow)
 		return stamp(d)
-	} else {
-		return stamp(d + 1)
 	}
+	return stamp(d + 1)
 }
 
 // time returns the stamp's time on epoch, the zero Time for none.

@@ -201,7 +201,7 @@ func entryOf(obj any) *podEntry {
 // digest and shape of its status, and lists it under its node. p is not
 // modified.
 func (c *podCache) transform(p *v1.Pod, trim bool) (*podEntry, error) {
-	if len(p.ResourceVersion) > math.MaxUint32 {
+	if uint64(len(p.ResourceVersion)) > math.MaxUint32 {
 		return nil, fmt.Errorf("virtualnode: pod %s/%s: resource version of %d bytes", p.Namespace, p.Name, len(p.ResourceVersion))
 	}
 	e := &podEntry{namespace: unique.Make(p.Namespace), name: p.Name, uid: p.UID, data: p.ResourceVersion,

@@ -76,8 +76,8 @@ type Provider struct {
 
 // simPod is the simulator's record of a pod, one per pod it runs: its
 // times are instants and its address four bytes (PodCIDR is IPv4), its
-// timers kept only while armed: 64 bytes, where time.Time fields, a
-// string address and a slice of fired timers took 168 and more.
+// timers kept only while armed: 64 bytes (96 with a netip.Addr and a
+// slice that kept fired timers too, 168 with time.Time fields).
 type simPod struct {
 	created instant
 	readyAt instant
