@@ -64,16 +64,13 @@ type state struct {
 func (c *Controller) renewAndReschedule(ctx context.Context, e *entry, due time.Time) error {
 	start := c.cfg.Clock.Now()
 	c.mu.Lock()
-	kept := e.lease
+	last := e.lease
 	st := state{uid: e.uid, uidSet: e.uidSet, lastLookup: e.lastLookup}
 	c.mu.Unlock()
-	st.lease = decodeLease(kept)
+	st.lease = decodeLease(last)
 
 	err := c.renew(ctx, e.name, &st)
-	kept = nil
-	if st.lease != nil {
-		kept = encodeLease(st.lease)
-	}
+	kept := encodeLease(st.lease)
 	end := c.cfg.Clock.Now()
 	c.metrics.renewed(err, end.Sub(start).Seconds(), max(0, start.Sub(due).Seconds()))
 
@@ -271,9 +268,12 @@ func decodeLease(enc []byte) *coordinationv1.Lease {
 	return l
 }
 
-// encodeLease returns the encoding to keep of l, nil if it has none (the
-// next renewal then reads the server's).
+// encodeLease returns the encoding to keep of l, nil for none or for one
+// that does not encode (the next renewal then reads the server's).
 func encodeLease(l *coordinationv1.Lease) []byte {
+	if l == nil {
+		return nil
+	}
 	enc, err := l.Marshal()
 	if err != nil {
 		return nil

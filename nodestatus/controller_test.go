@@ -89,6 +89,18 @@ func (a *agent) verbs() []string {
 	return out
 }
 
+// flipPressure moves the clock a status period on, sets memory pressure and
+// syncs; the pass must patch. It returns the requests the pass made.
+func (a *agent) flipPressure(t *testing.T, ctx context.Context, on bool) []string {
+	t.Helper()
+	a.clk.Step(10 * time.Second)
+	a.pressure.Store(on)
+	res, err := a.ctl.Sync(ctx)
+	require.NoError(t, err)
+	require.True(t, res.Patched)
+	return a.verbs()
+}
+
 func (a *agent) server(t *testing.T) *v1.Node {
 	n, err := a.cs.Tracker().Get(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, "", "n1")
 	require.NoError(t, err)
@@ -231,12 +243,7 @@ func TestLastNodeWithoutManagedFields(t *testing.T) {
 	n.Labels["keep"] = "changed"
 	require.Equal(t, "me", a.ctl.Node().Labels["keep"], "each call returns its own copy")
 
-	a.clk.Step(10 * time.Second)
-	a.pressure.Store(true)
-	res, err := a.ctl.Sync(ctx)
-	require.NoError(t, err)
-	require.True(t, res.Patched)
-	require.Equal(t, []string{"patch status"}, a.verbs(), "no GET: the patch starts from the kept Node")
+	require.Equal(t, []string{"patch status"}, a.flipPressure(t, ctx, true), "no GET: the patch starts from the kept Node")
 	require.Equal(t, v1.ConditionTrue, findCondition(a.ctl.Node(), v1.NodeMemoryPressure).Status)
 }
 
@@ -282,20 +289,11 @@ func TestCodecKeepsTheLastNode(t *testing.T) {
 	require.True(t, apiequality.Semantic.DeepEqual(want, a.ctl.Node()), "the last Node is the server's")
 	require.NotZero(t, codec.decodes.Load())
 
-	a.clk.Step(10 * time.Second)
-	a.pressure.Store(true)
-	res, err := a.ctl.Sync(ctx)
-	require.NoError(t, err)
-	require.True(t, res.Patched)
-	require.Equal(t, []string{"patch status"}, a.verbs(), "the patch starts from the kept Node")
+	require.Equal(t, []string{"patch status"}, a.flipPressure(t, ctx, true), "the patch starts from the kept Node")
 
 	codec.broken.Store(true)
-	a.clk.Step(10 * time.Second)
-	a.pressure.Store(false)
-	res, err = a.ctl.Sync(ctx)
-	require.NoError(t, err)
-	require.True(t, res.Patched)
-	require.Equal(t, []string{"get", "patch status"}, a.verbs(), "a Node the Codec cannot give back is read from the server")
+	require.Equal(t, []string{"get", "patch status"}, a.flipPressure(t, ctx, false),
+		"a Node the Codec cannot give back is read from the server")
 	require.Equal(t, v1.ConditionFalse, findCondition(a.server(t), v1.NodeMemoryPressure).Status)
 }
 
