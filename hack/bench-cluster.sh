@@ -23,6 +23,8 @@
 # Settings (env): CONFORMANCE_DIR STATE OUT PODS STEADY VNODES VPODS VSTEADY CINODES CIPODS RUNS RATE
 #   PARTS (default "agents vnodes") AGENTS (default "kubelet nodekit") VAGENTS (default "virtualnodes kwok")
 #   VNODES_EXTRA AGENT_EXTRA (more flags for virtualnodes, the reference agent)
+#   VNODES_WRAP (a prefix of virtualnodes' many-node command, e.g. "env GODEBUG=memprofilerate=1 "
+#   with VNODES_EXTRA="--profiling-address 127.0.0.1:6060" for an exact heap profile; not for figures)
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CONFORMANCE_DIR=${CONFORMANCE_DIR:-$ROOT/conformance}
@@ -117,7 +119,7 @@ if [[ " $PARTS " == *" vnodes "* ]]; then
   if [[ " $VAGENTS " == *" virtualnodes "* ]]; then
   log "== virtualnodes (run $run): $VNODES nodes, $VPODS pods, $VSTEADY steady"
   "$B" vnodes --kubeconfig "$ADMIN_KUBECONFIG" --name virtualnodes --version "$NODEKIT_VERSION" --work-dir "$OUT" \
-    --command "$OUT/bin/virtualnodes --kubeconfig \$KUBECONFIG --nodes $VNODES --node-prefix bvn- --port 0 --ready-delay 0s ${VNODES_EXTRA:-}" \
+    --command "${VNODES_WRAP:-}$OUT/bin/virtualnodes --kubeconfig \$KUBECONFIG --nodes $VNODES --node-prefix bvn- --port 0 --ready-delay 0s ${VNODES_EXTRA:-}" \
     --node-prefix bvn- --node-selector virtualnodes.nodekit.io/virtual=true \
     --nodes "$VNODES" --pods "$VPODS" --steady "$VSTEADY" --out "$OUT/virtualnodes-$run.json"
   fi

@@ -231,10 +231,13 @@ func (c *podCache) transform(p *v1.Pod, trim bool) (*podEntry, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.pods[p.UID]; !ok { // a bound pod's node never changes
-		c.onNode[e.nodeName()] = append(c.onNode[e.nodeName()], p.UID)
+	// Keyed by the entry's UID, shared with the pod's first entry: an
+	// assignment replaces a map's string key with the one given, and the
+	// decoded pod's own copy would double what a pod's UID costs.
+	if _, ok := c.pods[e.uid]; !ok { // a bound pod's node never changes
+		c.onNode[e.nodeName()] = append(c.onNode[e.nodeName()], e.uid)
 	}
-	c.pods[p.UID] = podRecord{entry: e, mark: mark}
+	c.pods[e.uid] = podRecord{entry: e, mark: mark}
 	return e, nil
 }
 
@@ -311,7 +314,7 @@ func (c *podCache) reported(uid types.UID, mark statusMark) {
 	defer c.mu.Unlock()
 	if r, ok := c.pods[uid]; ok { // not a pod deleted meanwhile
 		r.mark = mark
-		c.pods[uid] = r
+		c.pods[r.entry.uid] = r // the key stays the entries' copy
 	}
 }
 

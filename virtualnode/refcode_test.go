@@ -125,6 +125,11 @@ func TestPodCacheEntriesOfAPodShareItsNameAndUID(t *testing.T) {
 	require.Equal(t, update.ResourceVersion, got.ResourceVersion)
 	require.Equal(t, v1.PodSucceeded, got.Status.Phase)
 	require.Same(t, unsafe.StringData(first.name), unsafe.StringData(got.Name), "a decoded pod shares them too")
+	c.reported(update.UID, statusMark{sum: 1})
+	require.Len(t, c.pods, 1)
+	for uid := range c.pods { // a map assignment replaces the key with the one given
+		require.Same(t, unsafe.StringData(string(first.uid)), unsafe.StringData(string(uid)), "the cache's record is keyed by the shared copy")
+	}
 }
 
 func TestNodeCodecCodesNodesAgainstTheFirst(t *testing.T) {
