@@ -3,6 +3,7 @@ package podworkers
 import (
 	"context"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
@@ -36,15 +37,18 @@ func (w *Workers) SyncKnownPods(ctx context.Context, desired sets.Set[types.UID]
 			continue
 		}
 		ws := WorkerSync{State: st.state(), Orphan: orphan}
-		upd := st.active
-		if upd == nil {
-			upd = st.pending
+		var pod *v1.Pod
+		switch {
+		case st.hasActive:
+			pod = st.active.pod
+		case st.pending != nil:
+			pod = st.pending.Pod
 		}
 		switch {
-		case upd != nil && upd.Pod != nil:
+		case pod != nil:
 			ws.HasConfig = true
-			ws.Static = w.cfg.IsStatic(upd.Pod)
-		case upd == st.active && st.released != nil:
+			ws.Static = w.cfg.IsStatic(pod)
+		case st.hasActive && st.released != nil:
 			ws.HasConfig, ws.Static = true, st.released.static
 		}
 		known[uid] = ws

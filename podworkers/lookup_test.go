@@ -47,7 +47,7 @@ func kept(w *Workers, uid types.UID) (*v1.Pod, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	st := w.pods[uid]
-	return st.active.Pod, st.released != nil
+	return st.active.pod, st.released != nil
 }
 
 func TestLookupPodDropsIdlePods(t *testing.T) {

@@ -23,8 +23,9 @@ type podState struct {
 	pending *Update
 	// active accumulates what the workers have acted on (pod, mirror pod,
 	// runtime pod); it is replayed by resyncs and phase transitions. It is
-	// nil until the pod starts.
-	active *Update
+	// set (hasActive) once the pod starts. Kept in the record rather than
+	// as an *Update: 48 bytes less a pod.
+	active acted
 	// released is set while the pod of an idle worker is dropped
 	// (Config.LookupPod; active.Pod is then nil): what the workers need of
 	// it when the host no longer has it.
@@ -47,8 +48,9 @@ type podState struct {
 	// runnable queue; at most one owner exists at a time. queued is true
 	// while the pod sits in the runnable queue.
 	working, queued bool
-	// hasDue: due is set (the pod is in the work queue).
-	hasDue bool
+	// hasDue: due is set (the pod is in the work queue). hasActive:
+	// active is set.
+	hasDue, hasActive bool
 	// hasStarted: the pod's first sync began; terminating: termination
 	// was requested; hasTerminated: its containers are stopped. (Flags,
 	// not times: a worker per pod, 10,000 of them on a virtual node
@@ -138,25 +140,39 @@ func (s *podState) endKill() {
 	s.kill = nil
 }
 
+// acted is what the workers have acted on of a pod: an Update's type,
+// pod, mirror pod and runtime pod.
+type acted struct {
+	typ     UpdateType
+	pod     *v1.Pod
+	mirror  *v1.Pod
+	running *RuntimePod
+}
+
+// update returns a replay of what was acted on, as an update of type t.
+func (a *acted) update(t UpdateType) *Update {
+	return &Update{Type: t, Pod: a.pod, MirrorPod: a.mirror, RunningPod: a.running}
+}
+
 // merge records what a worker is about to act on. The pod is kept unless
 // only a runtime pod arrives and a pod is already known; the mirror pod is
 // kept when the update has none. Kill options are not kept: their effect
 // lives in the grace period, status func and flags of the state.
 func (s *podState) merge(u *Update) {
-	if s.active == nil {
-		s.active = &Update{}
+	if !s.hasActive {
+		s.active, s.hasActive = acted{}, true
 	}
-	a := s.active
-	a.Type = u.Type
-	if a.Pod == nil || u.RunningPod == nil {
-		a.Pod = u.Pod
+	a := &s.active
+	a.typ = u.Type
+	if a.pod == nil || u.RunningPod == nil {
+		a.pod = u.Pod
 	}
-	if a.Pod != nil {
+	if a.pod != nil {
 		s.released = nil
 	}
-	a.RunningPod = u.RunningPod
+	a.running = u.RunningPod
 	if u.MirrorPod != nil {
-		a.MirrorPod = u.MirrorPod
+		a.mirror = u.MirrorPod
 	}
 }
 
@@ -171,29 +187,28 @@ type podStub struct {
 // release drops the pod of an idle worker, keeping its stub. Called with
 // mu held.
 func (s *podState) release(static bool) {
-	a := s.active
-	if a == nil || a.Pod == nil {
+	p := s.active.pod
+	if !s.hasActive || p == nil {
 		return
 	}
-	p := a.Pod
 	s.released = &podStub{name: p.Name, namespace: p.Namespace, static: static,
 		terminationGrace: p.Spec.TerminationGracePeriodSeconds, deletionGrace: p.DeletionGracePeriodSeconds}
-	a.Pod = nil
+	s.active.pod = nil
 }
 
 // hasPod reports whether the worker has a pod, kept or dropped.
 func (s *podState) hasPod() bool {
-	return s.active != nil && (s.active.Pod != nil || s.released != nil)
+	return s.hasActive && (s.active.pod != nil || s.released != nil)
 }
 
 // pod returns the worker's pod: the one it keeps, or for a dropped one the
 // latest from lookup, or a pod built from its stub. Called with mu held.
 func (s *podState) pod(lookup func(types.UID) *v1.Pod) *v1.Pod {
 	switch {
-	case s.active == nil:
+	case !s.hasActive:
 		return nil
-	case s.active.Pod != nil || s.released == nil:
-		return s.active.Pod
+	case s.active.pod != nil || s.released == nil:
+		return s.active.pod
 	}
 	if p := lookup(s.uid); p != nil && p.UID == s.uid {
 		return p
@@ -215,13 +230,13 @@ func (s *podState) stub() *v1.Pod {
 // for a sync. It reports false, changing nothing, if lookup no longer has
 // the pod. Called with mu held.
 func (s *podState) hydrate(lookup func(types.UID) *v1.Pod) bool {
-	if s.active == nil || s.active.Pod != nil || s.released == nil {
+	if !s.hasActive || s.active.pod != nil || s.released == nil {
 		return true
 	}
 	p := lookup(s.uid)
 	if p == nil || p.UID != s.uid {
 		return false
 	}
-	s.active.Pod, s.released = p, nil
+	s.active.pod, s.released = p, nil
 	return true
 }

@@ -71,7 +71,7 @@ func (w *Workers) begin(ctx context.Context, st *podState) *unit {
 			st.working = false
 			return nil
 		}
-		st.active.Pod, st.released = st.stub(), nil // to terminate it
+		st.active.pod, st.released = st.stub(), nil // to terminate it
 	}
 	if work == StateTerminating && !st.startedTerminating {
 		logger.V(4).Info("Pod worker has observed request to terminate")
@@ -81,7 +81,7 @@ func (w *Workers) begin(ctx context.Context, st *podState) *unit {
 	st.cancel = cancel
 	return &unit{
 		st: st, ctx: uctx, cancel: cancel, logger: logger, work: work,
-		typ: upd.Type, pod: st.active.Pod, mirror: st.active.MirrorPod, runtime: upd.RunningPod,
+		typ: upd.Type, pod: st.active.pod, mirror: st.active.mirror, runtime: upd.RunningPod,
 		grace: st.grace.seconds, status: st.statusFn(), after: st.lastSync.time(w.epoch), start: upd.StartTime,
 	}
 }
@@ -195,14 +195,14 @@ func (w *Workers) finish(u *unit, terminal bool, err error) bool {
 		u.logger.V(4).Info("Pod is terminal")
 		if !st.terminationRequested() {
 			st.terminating = true
-			st.grace, _ = effectiveGracePeriod(st.grace, st.active.Pod, nil)
+			st.grace, _ = effectiveGracePeriod(st.grace, st.active.pod, nil)
 		}
 		st.startedTerminating = true
 		transition = true
 	default:
 		w.setDue(st, now.Add(jitter(w.cfg.ResyncInterval, w.cfg.ResyncJitter, w.cfg.Rand())))
-		if w.cfg.LookupPod != nil && st.pending == nil && st.active != nil && st.active.Pod != nil {
-			st.release(w.cfg.IsStatic(st.active.Pod))
+		if w.cfg.LookupPod != nil && st.pending == nil && st.hasActive && st.active.pod != nil {
+			st.release(w.cfg.IsStatic(st.active.pod))
 		}
 	}
 	if transition {
@@ -259,11 +259,10 @@ func (w *Workers) finishUnstarted(st *podState) {
 // requeueLast replays the pod's last update unless an update is already
 // pending or the pod never started. Called with mu held.
 func (w *Workers) requeueLast(st *podState) {
-	if st.pending != nil || st.active == nil {
+	if st.pending != nil || !st.hasActive {
 		return
 	}
-	cp := *st.active
-	st.pending = &cp
+	st.pending = st.active.update(st.active.typ)
 	w.schedule(st)
 }
 

@@ -183,10 +183,8 @@ func (w *Workers) Resync(uid types.UID) error {
 	if st.finished {
 		return nil
 	}
-	if st.pending == nil && st.active != nil {
-		cp := *st.active
-		cp.Type = UpdateSync
-		st.pending = &cp
+	if st.pending == nil && st.hasActive {
+		st.pending = st.active.update(UpdateSync)
 	}
 	if st.pending != nil {
 		w.schedule(st)
