@@ -204,7 +204,7 @@ func (p agentPods) GetPods() []*v1.Pod {
 	var pods []*v1.Pod
 	for _, n := range p.a.nodes {
 		for _, e := range p.a.cache.podsOn(n.name) {
-			if pod := e.decode(); pod != nil {
+			if pod := p.a.cache.decode(e); pod != nil {
 				pods = append(pods, p.a.syncer.current(context.Background(), pod))
 			}
 		}

@@ -86,16 +86,16 @@ type podEntry struct {
 	uid  types.UID
 	// data is the resource version (its first rvLen bytes) followed by the
 	// protobuf encoding of the pod the agent hands out (a pod of a managed
-	// node; none otherwise, with coder nil) without the fields decode puts
-	// back from the entry: one allocation. The encoding is coded against
-	// the cache's first such encoding by coder.
-	data  string
-	rvLen uint32
+	// node, with managed set; none otherwise) without the fields decode
+	// puts back from the entry: one allocation. The encoding is coded
+	// against the cache's first such encoding by the cache's coder.
+	data     string
+	rvLen    uint32
+	deleting bool // the pod has a deletion timestamp
+	managed  bool // the entry has an encoding
 	// namespace, node and phase are interned: the pods of a namespace, of
 	// a node, in a phase, share one copy of its name.
 	namespace, node, phase unique.Handle[string]
-	deleting               bool // the pod has a deletion timestamp
-	coder                  *refCoder
 }
 
 // resourceVersion returns the resource version of the pod's entry.
@@ -115,16 +115,19 @@ func (e *podEntry) GetObjectMeta() metav1.Object {
 // nodeName returns the name of the node the pod is bound to.
 func (e *podEntry) nodeName() string { return e.node.Value() }
 
-// decode returns the pod of a managed node's entry, or nil (a pod of
-// another node, or an encoding that does not decode, which cannot happen
-// for one the cache made).
-func (e *podEntry) decode() *v1.Pod {
-	if e == nil || e.coder == nil {
+// decode returns the pod of a managed node's entry, or nil (no entry, a
+// pod of another node, or an encoding that does not decode, which cannot
+// happen for one the cache made). The coder is the cache's (set by the
+// first managed entry): an entry does not point to it, 16 bytes less a
+// pod.
+func (c *podCache) decode(e *podEntry) *v1.Pod {
+	coder := c.coder.Load()
+	if e == nil || !e.managed || coder == nil {
 		return nil
 	}
-	buf := e.coder.buffer()
-	defer e.coder.release(buf)
-	raw, err := e.coder.decode((*buf)[:0], e.enc())
+	buf := coder.buffer()
+	defer coder.release(buf)
+	raw, err := coder.decode((*buf)[:0], e.enc())
 	if err != nil {
 		return nil
 	}
@@ -267,7 +270,7 @@ func (c *podCache) encode(e *podEntry, q *v1.Pod) error {
 	ops := coder.buffer()
 	defer coder.release(ops)
 	*ops = coder.encode((*ops)[:0], (*raw)[:n])
-	e.data, e.coder = e.data+string(*ops), coder
+	e.data, e.managed = e.data+string(*ops), true
 	return nil
 }
 
@@ -356,5 +359,5 @@ func (c *podCache) entry(uid types.UID) *podEntry {
 // pod returns the latest pod of a managed node with that UID, decoded
 // afresh (the caller may keep it), or nil. It is podworkers' LookupPod.
 func (c *podCache) pod(uid types.UID) *v1.Pod {
-	return c.entry(uid).decode()
+	return c.decode(c.entry(uid))
 }

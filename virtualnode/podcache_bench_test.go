@@ -97,7 +97,7 @@ func BenchmarkPodEntryDecode(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if e.decode() == nil {
+		if c.decode(e) == nil {
 			b.Fatal("no pod")
 		}
 	}

@@ -146,7 +146,7 @@ func (a *Agent) managesNode(name string) bool {
 // otherwise.
 func (a *Agent) managedPod(obj any) *v1.Pod {
 	if e := entryOf(obj); e != nil && a.managesNode(e.nodeName()) {
-		return e.decode()
+		return a.cache.decode(e)
 	}
 	return nil
 }
@@ -155,7 +155,7 @@ func (a *Agent) managedPod(obj any) *v1.Pod {
 // with that UID, decoded afresh, or nil.
 func (a *Agent) lookupPod(uid types.UID) *v1.Pod {
 	if e := a.cache.entry(uid); e != nil && a.managesNode(e.nodeName()) {
-		return e.decode()
+		return a.cache.decode(e)
 	}
 	return nil
 }
@@ -265,7 +265,7 @@ func (a *Agent) housekeeping(ctx context.Context) {
 	known := a.workers.SyncKnownPods(ctx, desired)
 	for _, e := range mine {
 		if _, ok := known[e.uid]; !ok {
-			if pod := e.decode(); pod != nil {
+			if pod := a.cache.decode(e); pod != nil {
 				_ = a.workers.UpdatePod(ctx, podworkers.Update{Type: podworkers.UpdateCreate, Pod: pod})
 			}
 		}

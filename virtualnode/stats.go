@@ -32,7 +32,7 @@ func (a *Agent) nodeSummary(ctx context.Context, node string) (*statsapi.Summary
 		if e.podPhase() != v1.PodRunning {
 			continue
 		}
-		pod := e.decode()
+		pod := a.cache.decode(e)
 		if pod == nil {
 			continue
 		}

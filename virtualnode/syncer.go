@@ -105,7 +105,7 @@ func (s *syncer) report(ctx context.Context, pod *v1.Pod, statusFn podworkers.St
 		return st, nil // the steady state: the API server has the provider's status
 	}
 	found := &pod.Status
-	if latest := s.cache.entry(pod.UID).decode(); latest != nil {
+	if latest := s.cache.decode(s.cache.entry(pod.UID)); latest != nil {
 		found = &latest.Status
 	}
 	merged := s.merge(pod, found, st)

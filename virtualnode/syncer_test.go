@@ -186,7 +186,7 @@ func TestPodCacheKeepsLittleOfOtherNodesPods(t *testing.T) {
 	require.Equal(t, &podEntry{namespace: unique.Make(other.Namespace), name: other.Name, uid: other.UID,
 		data: other.ResourceVersion, rvLen: uint32(len(other.ResourceVersion)), node: unique.Make("real-node"),
 		phase: unique.Make(string(other.Status.Phase))}, got)
-	require.Nil(t, got.decode())
+	require.Nil(t, c.decode(got))
 	_, known := c.lastStatus(other.UID)
 	require.False(t, known)
 
@@ -196,7 +196,7 @@ func TestPodCacheKeepsLittleOfOtherNodesPods(t *testing.T) {
 	full, err := c.transform(mine, false)
 	require.NoError(t, err)
 	require.Equal(t, v1.PodRunning, full.podPhase())
-	decoded := full.decode()
+	decoded := c.decode(full)
 	want := mine.DeepCopy()
 	want.ManagedFields = nil
 	require.Equal(t, want, decoded, "the pod without its managed fields")
@@ -207,7 +207,7 @@ func TestPodCacheKeepsLittleOfOtherNodesPods(t *testing.T) {
 	}
 	trimmed, err := c.transform(mine, true)
 	require.NoError(t, err)
-	require.Equal(t, v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.1.0.1"}, trimmed.decode().Status)
+	require.Equal(t, v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.1.0.1"}, c.decode(trimmed).Status)
 	key, err := cache.MetaNamespaceKeyFunc(trimmed)
 	require.NoError(t, err)
 	require.Equal(t, mine.Namespace+"/"+mine.Name, key, "the informer's key of an entry")
