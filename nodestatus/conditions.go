@@ -17,6 +17,23 @@ type conditionText struct {
 	reason, message, event string
 }
 
+// pressureTexts is what a pressure condition says under pressure (yes)
+// and without (no). The setters point to these rather than copy them:
+// an agent of a thousand virtual nodes has three thousand setters.
+type pressureTexts struct{ yes, no conditionText }
+
+var (
+	memoryPressureTexts = pressureTexts{
+		conditionText{"KubeletHasInsufficientMemory", "kubelet has insufficient memory available", "NodeHasInsufficientMemory"},
+		conditionText{"KubeletHasSufficientMemory", "kubelet has sufficient memory available", "NodeHasSufficientMemory"}}
+	diskPressureTexts = pressureTexts{
+		conditionText{"KubeletHasDiskPressure", "kubelet has disk pressure", "NodeHasDiskPressure"},
+		conditionText{"KubeletHasNoDiskPressure", "kubelet has no disk pressure", "NodeHasNoDiskPressure"}}
+	pidPressureTexts = pressureTexts{
+		conditionText{"KubeletHasInsufficientPID", "kubelet has insufficient PID available", "NodeHasInsufficientPID"},
+		conditionText{"KubeletHasSufficientPID", "kubelet has sufficient PID available", "NodeHasSufficientPID"}}
+)
+
 // flipTracker remembers the last status a condition setter decided on, so a
 // transition whose patch did not reach the API server keeps its first
 // transition time and emits its event once, however many retries it takes.
@@ -65,16 +82,16 @@ func setCondition(node *v1.Node, c v1.NodeCondition) {
 // conditions: True with the "insufficient" text under pressure, False
 // otherwise; heartbeat refreshed every time, transition time and event
 // only on a flip.
-func pressureCondition(name string, t v1.NodeConditionType, pressure func() bool, rec Recorder, yes, no conditionText) (Setter, error) {
+func pressureCondition(name string, t v1.NodeConditionType, pressure func() bool, rec Recorder, texts *pressureTexts) (Setter, error) {
 	if pressure == nil {
 		return nil, invalid("%s: pressure func is required", name)
 	}
 	var flips flipTracker
 	return func(ctx context.Context, at time.Time, node *v1.Node) error {
 		now := metav1.NewTime(at)
-		status, text := v1.ConditionFalse, no
+		status, text := v1.ConditionFalse, &texts.no
 		if pressure() {
-			status, text = v1.ConditionTrue, yes
+			status, text = v1.ConditionTrue, &texts.yes
 		}
 		cur := findCondition(node, t)
 		lt, flipped := flips.decide(cur, status, now)
@@ -97,23 +114,17 @@ func pressureCondition(name string, t v1.NodeConditionType, pressure func() bool
 // (pressure is typically the eviction manager's IsUnderMemoryPressure).
 // rec may be nil.
 func MemoryPressureCondition(pressure func() bool, rec Recorder) (Setter, error) {
-	return pressureCondition("MemoryPressureCondition", v1.NodeMemoryPressure, pressure, rec,
-		conditionText{"KubeletHasInsufficientMemory", "kubelet has insufficient memory available", "NodeHasInsufficientMemory"},
-		conditionText{"KubeletHasSufficientMemory", "kubelet has sufficient memory available", "NodeHasSufficientMemory"})
+	return pressureCondition("MemoryPressureCondition", v1.NodeMemoryPressure, pressure, rec, &memoryPressureTexts)
 }
 
 // DiskPressureCondition returns the setter of the DiskPressure condition.
 func DiskPressureCondition(pressure func() bool, rec Recorder) (Setter, error) {
-	return pressureCondition("DiskPressureCondition", v1.NodeDiskPressure, pressure, rec,
-		conditionText{"KubeletHasDiskPressure", "kubelet has disk pressure", "NodeHasDiskPressure"},
-		conditionText{"KubeletHasNoDiskPressure", "kubelet has no disk pressure", "NodeHasNoDiskPressure"})
+	return pressureCondition("DiskPressureCondition", v1.NodeDiskPressure, pressure, rec, &diskPressureTexts)
 }
 
 // PIDPressureCondition returns the setter of the PIDPressure condition.
 func PIDPressureCondition(pressure func() bool, rec Recorder) (Setter, error) {
-	return pressureCondition("PIDPressureCondition", v1.NodePIDPressure, pressure, rec,
-		conditionText{"KubeletHasInsufficientPID", "kubelet has insufficient PID available", "NodeHasInsufficientPID"},
-		conditionText{"KubeletHasSufficientPID", "kubelet has sufficient PID available", "NodeHasSufficientPID"})
+	return pressureCondition("PIDPressureCondition", v1.NodePIDPressure, pressure, rec, &pidPressureTexts)
 }
 
 // ReadyConfig configures ReadyCondition. Every error func is optional; a
@@ -139,6 +150,10 @@ type ReadyConfig struct {
 	Recorder Recorder
 }
 
+// requiredCapacity is what a node must have capacity of to be Ready,
+// ephemeral storage last (ReadyConfig.IgnoreEphemeralStorage). Read only.
+var requiredCapacity = [...]v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourcePods, v1.ResourceEphemeralStorage}
+
 // ReadyCondition returns the setter of the Ready condition: True
 // ("KubeletReady") unless a runtime, network, storage or shutdown error is
 // reported or cpu, memory, pods (and ephemeral-storage) capacity is
@@ -146,9 +161,9 @@ type ReadyConfig struct {
 // aggregated in the message. The Ready condition is always moved last
 // (older API clients read the last condition).
 func ReadyCondition(cfg ReadyConfig) (Setter, error) {
-	required := []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourcePods}
-	if !cfg.IgnoreEphemeralStorage {
-		required = append(required, v1.ResourceEphemeralStorage)
+	required := requiredCapacity[:]
+	if cfg.IgnoreEphemeralStorage {
+		required = requiredCapacity[:len(requiredCapacity)-1]
 	}
 	var flips flipTracker
 	return func(ctx context.Context, at time.Time, node *v1.Node) error {
