@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/client-go/tools/cache"
-
 	"github.com/nodekit/nodekit/kubeletapi"
 	"github.com/nodekit/nodekit/lease"
 	"github.com/nodekit/nodekit/podworkers"
@@ -24,13 +22,10 @@ type Agent struct {
 	nodes   []*node
 	leases  *lease.Controller
 	workers *podworkers.Workers
-	pods    cache.SharedIndexInformer
 	cache   *podCache // pods and the status the API has of each
-	// sharedPods: pods is run by the caller (Sharded); podsSynced tells
-	// whether this agent's handlers saw every pod once.
+	// sharedPods: cache is run by the caller (Sharded).
 	sharedPods bool
-	podsSynced func() bool
-	// podEvents counts the informer's deliveries; lastHousekeeping is
+	// podEvents counts the cache's deliveries; lastHousekeeping is
 	// the count and time of the last housekeeping pass (loop goroutine).
 	podEvents        atomic.Uint64
 	lastHousekeeping struct {
@@ -40,9 +35,9 @@ type Agent struct {
 	syncer  *syncer
 	running atomic.Bool
 	started time.Time // when Run started: the nodes' stats start time
-	// dispatch serialises the informer's pod deliveries with housekeeping,
+	// dispatch serialises the cache's pod deliveries with housekeeping,
 	// as the kubelet's one sync loop goroutine does: a pod delivered between
-	// housekeeping's snapshot of the informer and its SyncKnownPods would
+	// housekeeping's snapshot of the cache and its SyncKnownPods would
 	// otherwise be terminated as unknown (seen: 9 of 10,000 pods created at
 	// 200/s completed at once).
 	dispatch sync.Mutex
@@ -58,8 +53,7 @@ type Agent struct {
 func New(cfg Config) (*Agent, error) { return newAgent(cfg, nil) }
 
 // newAgent is New; pods, if set, is a pod cache the caller runs and
-// shares among agents (Sharded), to whose informer Run only adds its
-// handlers.
+// shares among agents (Sharded), to which Run only adds its handlers.
 func newAgent(cfg Config, pods *podCache) (*Agent, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
@@ -87,7 +81,6 @@ func newAgent(cfg Config, pods *podCache) (*Agent, error) {
 	if pods == nil {
 		a.cache = newPodCache(cfg, func(node string) bool { _, ok := a.managed[node]; return ok })
 	}
-	a.pods = a.cache.inf
 	a.syncer = &syncer{cfg: &a.cfg, cache: a.cache, hostIP: a.hostIP, yield: a.yieldToLeases}
 	a.workers, err = podworkers.New(podworkers.Config{Syncer: a.syncer, MaxConcurrentSyncs: cfg.MaxConcurrentSyncs,
 		ResyncInterval: cfg.PodResyncInterval, LookupPod: a.lookupPod, Clock: cfg.Clock, Registerer: cfg.Registerer})

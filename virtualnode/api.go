@@ -183,17 +183,13 @@ func (l *lazyListener) Addr() net.Addr {
 }
 
 // agentPods is the kubelet API's view of the agent's pods: those of the
-// informer bound to a managed node, each decoded with the status the agent
+// cache bound to a node of the agent, each decoded with the status the agent
 // reports for it (the kubelet API's pod lookups carry no context: the
 // provider's PodStatus gets a background one).
 type agentPods struct{ a *Agent }
 
 func (p agentPods) GetPodByName(namespace, name string) (*v1.Pod, bool) {
-	obj, ok, err := p.a.pods.GetIndexer().GetByKey(namespace + "/" + name)
-	if err != nil || !ok {
-		return nil, false
-	}
-	pod := p.a.managedPod(obj)
+	pod := p.a.managedPod(p.a.cache.named(namespace, name))
 	if pod == nil {
 		return nil, false
 	}

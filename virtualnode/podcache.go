@@ -21,34 +21,45 @@ import (
 	"github.com/nodekit/nodekit/podstatus"
 )
 
-// podCache is the pod informer of an Agent (or shared by a Sharded's
-// agents). The informer keeps a podEntry per pod, not the decoded pod: of a
-// pod of a managed node its protobuf encoding, decoded when the agent needs
-// the pod (an event, a resync, the kubelet API); of a pod of another node
-// its identity only. With podworkers' LookupPod no decoded pod stays behind
-// between syncs: a pod at rest costs its encoding (a few hundred bytes for
-// a small pod) rather than a v1.Pod (1.2 KB for the struct alone, before
-// its contents).
+// podCache is the pod cache of an Agent (or shared by a Sharded's agents):
+// the store of a client-go Reflector watching every bound pod, which keeps
+// a podEntry per pod of a managed node (pods of other nodes are not kept),
+// by UID, not the decoded pod: its protobuf encoding, decoded when the
+// agent needs the pod (an event, a resync, the kubelet API). With
+// podworkers' LookupPod no decoded pod stays behind between syncs: a pod at
+// rest costs its encoding (a few hundred bytes for a small pod) rather than
+// a v1.Pod (1.2 KB for the struct alone, before its contents). It is its
+// own informer: it hands each change to the handlers registered
+// (addHandlers), as a shared informer would, without an informer's store
+// and queue beside its records (100 bytes a pod).
 //
-// Beside the informer it keeps a digest (statusSum) and the shape
-// (statusShape) of the status the API server has for each pod of a managed
-// node as far as the agent knows: of the latest informer event's, or of the
-// agent's own patch since. "Report or not" compares digests, and the
-// agent's patches need no copy of the server's status (ownedStatusPatch),
-// so the encoded pods can do without most of their status
-// (Config.TrimPodStatus): a pod at rest costs its encoding and 16 bytes of
-// status mark.
+// With each entry it keeps a digest (statusSum) and the shape
+// (statusShape) of the status the API server has for the pod as far as the
+// agent knows: of the latest event's, or of the agent's own patch since.
+// "Report or not" compares digests, and the agent's patches need no copy of
+// the server's status (ownedStatusPatch), so the encoded pods can do
+// without most of their status (Config.TrimPodStatus): a pod at rest costs
+// its encoding and 16 bytes of status mark.
 type podCache struct {
-	inf     cache.SharedIndexInformer
-	managed func(nodeName string) bool
+	reflector *cache.Reflector
+	managed   func(nodeName string) bool
+	trim      bool
 
 	seed maphash.Seed
 	// coder codes the encodings of managed pods against the first one
 	// (set once, by the first transform of a managed pod).
 	coder atomic.Pointer[refCoder]
-	mu    sync.Mutex
-	// pods has a record of each pod of a managed node, by UID (cheaper than
-	// an index, which keeps a set per UID).
+
+	// hmu serialises the deliveries to handlers with their registration and
+	// removal: a handler added late is given every pod, then every change
+	// after.
+	hmu      sync.Mutex
+	handlers []*podHandlers
+	// synced is set once the first list was delivered.
+	synced atomic.Bool
+
+	mu sync.Mutex
+	// pods has a record of each pod of a managed node, by UID.
 	pods map[types.UID]podRecord
 	// onNode lists the UIDs of each managed node's pods in pods, in no
 	// order (an informer index by node kept a set of keys per node: 1.5 MB
@@ -56,11 +67,9 @@ type podCache struct {
 	onNode map[string][]types.UID
 }
 
-// podRecord is what the cache keeps of a pod of a managed node beside the
-// informer.
+// podRecord is what the cache keeps of a pod of a managed node.
 type podRecord struct {
-	// entry is the pod's latest entry, as transformed (it may be ahead of
-	// the informer's store by the events not yet handled).
+	// entry is the pod's latest entry.
 	entry *podEntry
 	// mark is the digest and shape of the status the API server has, as
 	// far as known.
@@ -74,9 +83,7 @@ type statusMark struct {
 	shape statusShape
 }
 
-// podEntry is what the informer keeps of a pod. It satisfies
-// metav1.ObjectMetaAccessor, which the informer's key function and its
-// resync detection use.
+// podEntry is what the cache keeps of a pod.
 type podEntry struct {
 	// name and uid are those of the pod's first entry in the cache, shared
 	// by its later ones: what the workers and the provider keep of a pod
@@ -106,11 +113,6 @@ func (e *podEntry) enc() string { return e.data[e.rvLen:] }
 
 // podPhase returns the pod's phase.
 func (e *podEntry) podPhase() v1.PodPhase { return v1.PodPhase(e.phase.Value()) }
-
-// GetObjectMeta implements metav1.ObjectMetaAccessor.
-func (e *podEntry) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Namespace: e.namespace.Value(), Name: e.name, UID: e.uid, ResourceVersion: e.resourceVersion()}
-}
 
 // nodeName returns the name of the node the pod is bound to.
 func (e *podEntry) nodeName() string { return e.node.Value() }
@@ -142,8 +144,8 @@ func (c *podCache) decode(e *podEntry) *v1.Pod {
 }
 
 // newPodCache watches every pod bound to some node (one watch for all
-// virtual nodes: a field selector cannot name several nodes); the handlers
-// and the desired set filter on the managed names.
+// virtual nodes: a field selector cannot name several nodes) and keeps
+// those of the managed nodes.
 func newPodCache(cfg Config, managed func(nodeName string) bool) *podCache {
 	sel := fields.OneTermNotEqualSelector("spec.nodeName", "").String()
 	pods := cfg.Client.Pods(v1.NamespaceAll)
@@ -157,61 +159,206 @@ func newPodCache(cfg Config, managed func(nodeName string) bool) *podCache {
 			return pods.Watch(ctx, o)
 		},
 	}
+	c := &podCache{managed: managed, trim: cfg.TrimPodStatus, seed: maphash.MakeSeed(), pods: map[types.UID]podRecord{},
+		onNode: map[string][]types.UID{}}
 	// The wrapper keeps the client's word on watch-list support (fake
 	// clientsets have none).
-	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, cfg.Client), &v1.Pod{}, 0, cache.Indexers{})
-	c := &podCache{inf: inf, managed: managed, seed: maphash.MakeSeed(), pods: map[types.UID]podRecord{},
-		onNode: map[string][]types.UID{}}
-	_ = inf.SetTransform(func(obj any) (any, error) {
-		if p, ok := obj.(*v1.Pod); ok {
-			return c.transform(p, cfg.TrimPodStatus)
-		}
-		return obj, nil
-	})
-	// Registered before the informer runs: no event is missed.
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: c.onUpdate, DeleteFunc: c.onDelete})
+	c.reflector = cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, cfg.Client), &v1.Pod{}, c,
+		cache.ReflectorOptions{Name: "virtualnode pods", TypeDescription: "*v1.Pod", Clock: cfg.Clock})
 	return c
 }
 
-// onUpdate forgets a pod replaced under its name by another (deleted and
-// recreated while the watch was down: the relist sees an update).
-func (c *podCache) onUpdate(old, obj any) {
-	if o, n := entryOf(old), entryOf(obj); o != nil && n != nil && o.uid != n.uid {
-		c.forget(o.uid)
+// run lists and watches the pods until ctx is done.
+func (c *podCache) run(ctx context.Context) { c.reflector.RunWithContext(ctx) }
+
+// hasSynced reports whether the first list was delivered: to every
+// handler registered by then, and to any registered later as it was added.
+func (c *podCache) hasSynced() bool { return c.synced.Load() }
+
+// podHandlers are what a consumer of the cache is told of the managed
+// pods: each is called with the pod's entry, from the reflector's
+// goroutine, one call at a time.
+type podHandlers struct {
+	// added: a pod new to the cache; updated: a pod it had; deleted: a
+	// pod gone (deleted, or missing from a relist).
+	added, updated, deleted func(*podEntry)
+}
+
+// addHandlers registers h and gives it every pod the cache has.
+func (c *podCache) addHandlers(h *podHandlers) {
+	c.hmu.Lock()
+	defer c.hmu.Unlock()
+	c.handlers = append(c.handlers, h)
+	c.mu.Lock()
+	entries := make([]*podEntry, 0, len(c.pods))
+	for _, r := range c.pods {
+		entries = append(entries, r.entry)
+	}
+	c.mu.Unlock()
+	for _, e := range entries {
+		h.added(e)
 	}
 }
 
-// onDelete forgets a pod gone from the API.
-func (c *podCache) onDelete(obj any) {
-	if e := entryOf(obj); e != nil {
-		c.forget(e.uid)
+// removeHandlers unregisters h: it is not called again once this returns.
+func (c *podCache) removeHandlers(h *podHandlers) {
+	c.hmu.Lock()
+	defer c.hmu.Unlock()
+	c.handlers = slices.DeleteFunc(c.handlers, func(x *podHandlers) bool { return x == h })
+}
+
+// deliver tells the handlers of e: added, or updated if the cache had the
+// pod (old). Called with hmu held.
+func (c *podCache) deliver(old, e *podEntry) {
+	for _, h := range c.handlers {
+		if old == nil {
+			h.added(e)
+		} else {
+			h.updated(e)
+		}
 	}
 }
 
-// entryOf returns the entry an informer handler was given, or nil.
-func entryOf(obj any) *podEntry {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	e, _ := obj.(*podEntry)
-	return e
+// listed is a pod transformed by the reflector for its list phase (the
+// watch-list's initial events, Transformer): its entry and status mark,
+// recorded by Replace.
+type listed struct {
+	e    *podEntry
+	mark statusMark
 }
 
-// transform returns the entry the informer keeps of p: of a pod of another
-// node its identity; of a managed pod also its encoding, without managed
-// fields and, with trim, with only the status fields the agent and a
-// provider adopting a running pod read. It records the pod's entry, the
-// digest and shape of its status, and lists it under its node. p is not
-// modified.
-func (c *podCache) transform(p *v1.Pod, trim bool) (*podEntry, error) {
+// GetObjectMeta implements metav1.ObjectMetaAccessor, which the key
+// function of the reflector's temporary store uses.
+func (l *listed) GetObjectMeta() metav1.Object {
+	e := l.e
+	return &metav1.ObjectMeta{Namespace: e.namespace.Value(), Name: e.name, UID: e.uid, ResourceVersion: e.resourceVersion()}
+}
+
+// Transformer implements cache.TransformingStore: the reflector's
+// temporary store of the initial events keeps entries, not pods.
+func (c *podCache) Transformer() cache.TransformFunc {
+	return func(obj any) (any, error) {
+		if p, ok := obj.(*v1.Pod); ok {
+			e, mark, err := c.transform(p)
+			return &listed{e: e, mark: mark}, err
+		}
+		return obj, nil
+	}
+}
+
+// entryOf transforms a pod the reflector gives the store (a pod, or a pod
+// transformed by Transformer).
+func (c *podCache) entryOf(obj any) (*podEntry, statusMark, error) {
+	switch o := obj.(type) {
+	case *v1.Pod:
+		return c.transform(o)
+	case *listed:
+		return o.e, o.mark, nil
+	}
+	return nil, statusMark{}, fmt.Errorf("virtualnode: pod cache: unexpected %T", obj)
+}
+
+// Add implements cache.ReflectorStore: a pod created, or seen.
+func (c *podCache) Add(obj any) error { return c.put(obj) }
+
+// Update implements cache.ReflectorStore: a pod changed.
+func (c *podCache) Update(obj any) error { return c.put(obj) }
+
+// put records a pod of a managed node and tells the handlers.
+func (c *podCache) put(obj any) error {
+	e, mark, err := c.entryOf(obj)
+	if err != nil || !e.managed {
+		return err
+	}
+	c.hmu.Lock()
+	defer c.hmu.Unlock()
+	c.deliver(c.record(e, mark), e)
+	return nil
+}
+
+// Delete implements cache.ReflectorStore: a pod deleted from the API. The
+// handlers get its final state.
+func (c *podCache) Delete(obj any) error {
+	e, _, err := c.entryOf(obj)
+	if err != nil || !e.managed {
+		return err
+	}
+	c.hmu.Lock()
+	defer c.hmu.Unlock()
+	c.gone(e)
+	return nil
+}
+
+// gone forgets e's pod and tells the handlers, if the cache had it.
+// Called with hmu held.
+func (c *podCache) gone(e *podEntry) {
+	if !c.forget(e.uid) {
+		return
+	}
+	for _, h := range c.handlers {
+		h.deleted(e)
+	}
+}
+
+// Replace implements cache.ReflectorStore: the pods of a (re)list. Pods
+// the cache has are updated, new ones added, and those the list lacks
+// (deleted while the watch was down, or replaced under their name by
+// another of another UID) deleted.
+func (c *podCache) Replace(list []any, _ string) error {
+	type item struct {
+		e    *podEntry
+		mark statusMark
+	}
+	items := make([]item, 0, len(list))
+	for _, obj := range list {
+		e, mark, err := c.entryOf(obj)
+		if err != nil {
+			return err // the reflector lists again
+		}
+		if e.managed {
+			items = append(items, item{e, mark})
+		}
+	}
+	c.hmu.Lock()
+	defer c.hmu.Unlock()
+	listedUIDs := make(map[types.UID]bool, len(items))
+	for _, it := range items {
+		listedUIDs[it.e.uid] = true
+		c.deliver(c.record(it.e, it.mark), it.e)
+	}
+	c.mu.Lock()
+	var missing []*podEntry
+	for uid, r := range c.pods {
+		if !listedUIDs[uid] {
+			missing = append(missing, r.entry)
+		}
+	}
+	c.mu.Unlock()
+	for _, e := range missing {
+		c.gone(e)
+	}
+	c.synced.Store(true)
+	return nil
+}
+
+// Resync implements cache.ReflectorStore; there is nothing to resync.
+func (c *podCache) Resync() error { return nil }
+
+// transform returns the entry the cache keeps of p and the mark of its
+// status: of a pod of another node its identity only; of a managed pod
+// also its encoding, without managed fields and, with Config.TrimPodStatus,
+// with only the status fields the agent and a provider adopting a running
+// pod read. A pod the cache has gets the name and UID strings of its entry.
+// p is not modified.
+func (c *podCache) transform(p *v1.Pod) (*podEntry, statusMark, error) {
 	if uint64(len(p.ResourceVersion)) > math.MaxUint32 {
-		return nil, fmt.Errorf("virtualnode: pod %s/%s: resource version of %d bytes", p.Namespace, p.Name, len(p.ResourceVersion))
+		return nil, statusMark{}, fmt.Errorf("virtualnode: pod %s/%s: resource version of %d bytes", p.Namespace, p.Name, len(p.ResourceVersion))
 	}
 	e := &podEntry{namespace: unique.Make(p.Namespace), name: p.Name, uid: p.UID, data: p.ResourceVersion,
 		rvLen: uint32(len(p.ResourceVersion)), node: unique.Make(p.Spec.NodeName), phase: unique.Make(string(p.Status.Phase)),
 		deleting: p.DeletionTimestamp != nil}
 	if !c.managed(p.Spec.NodeName) {
-		return e, nil
+		return e, statusMark{}, nil
 	}
 	c.mu.Lock()
 	if r, ok := c.pods[p.UID]; ok && r.entry.name == e.name {
@@ -220,28 +367,36 @@ func (c *podCache) transform(p *v1.Pod, trim bool) (*podEntry, error) {
 	c.mu.Unlock()
 	sum, err := statusSum(c.seed, &p.Status)
 	if err != nil {
-		return nil, fmt.Errorf("virtualnode: pod %s/%s: %w", p.Namespace, p.Name, err)
+		return nil, statusMark{}, fmt.Errorf("virtualnode: pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	mark := statusMark{sum: sum, shape: shapeOf(&p.Status)}
 	q := *p
 	q.ManagedFields = nil
-	if trim {
+	if c.trim {
 		q.Status = trimStatus(&p.Status)
 	}
 	q.Name, q.Namespace, q.UID, q.ResourceVersion, q.Spec.NodeName, q.Status.Phase = "", "", "", "", "", ""
 	if err := c.encode(e, &q); err != nil {
-		return nil, fmt.Errorf("virtualnode: encode pod %s/%s: %w", p.Namespace, p.Name, err)
+		return nil, statusMark{}, fmt.Errorf("virtualnode: encode pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
+	return e, mark, nil
+}
+
+// record makes e, of a managed pod, the pod's entry with the mark of its
+// status, lists it under its node, and returns the entry it replaces (nil
+// for a pod new to the cache).
+func (c *podCache) record(e *podEntry, mark statusMark) (old *podEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// Keyed by the entry's UID, shared with the pod's first entry: an
 	// assignment replaces a map's string key with the one given, and the
 	// decoded pod's own copy would double what a pod's UID costs.
-	if _, ok := c.pods[e.uid]; !ok { // a bound pod's node never changes
+	r, ok := c.pods[e.uid]
+	if !ok { // a bound pod's node never changes
 		c.onNode[e.nodeName()] = append(c.onNode[e.nodeName()], e.uid)
 	}
 	c.pods[e.uid] = podRecord{entry: e, mark: mark}
-	return e, nil
+	return r.entry
 }
 
 // encode sets e's encoding of q, coded against the cache's reference (q's
@@ -290,16 +445,35 @@ func (c *podCache) unlist(node string, uid types.UID) {
 	c.onNode[node] = uids
 }
 
-// podsOn returns the latest entries of a managed node's pods.
-func (c *podCache) podsOn(node string) []*podEntry {
+// podsOn returns the latest entries of the pods of managed nodes.
+func (c *podCache) podsOn(nodes ...string) []*podEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	uids := c.onNode[node]
-	entries := make([]*podEntry, 0, len(uids))
-	for _, uid := range uids {
-		entries = append(entries, c.pods[uid].entry)
+	n := 0
+	for _, node := range nodes {
+		n += len(c.onNode[node])
+	}
+	entries := make([]*podEntry, 0, n)
+	for _, node := range nodes {
+		for _, uid := range c.onNode[node] {
+			entries = append(entries, c.pods[uid].entry)
+		}
 	}
 	return entries
+}
+
+// named returns the latest entry of the pod of that namespace and name,
+// or nil: a walk of every pod, for the kubelet API's requests by name
+// (logs, exec, attach, port forwarding), not kept in an index for them.
+func (c *podCache) named(namespace, name string) *podEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range c.pods {
+		if e := r.entry; e.name == name && e.namespace.Value() == namespace {
+			return e
+		}
+	}
+	return nil
 }
 
 // lastStatus returns the mark of the status the API server has for uid,
@@ -321,14 +495,17 @@ func (c *podCache) reported(uid types.UID, mark statusMark) {
 	}
 }
 
-// forget drops what the cache remembers of a pod gone from the API.
-func (c *podCache) forget(uid types.UID) {
+// forget drops what the cache has of a pod gone from the API, reporting
+// whether it had the pod.
+func (c *podCache) forget(uid types.UID) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r, ok := c.pods[uid]; ok {
+	r, ok := c.pods[uid]
+	if ok {
 		c.unlist(r.entry.nodeName(), uid)
 		delete(c.pods, uid)
 	}
+	return ok
 }
 
 // trimStatus returns what the cache keeps of a pod's status with

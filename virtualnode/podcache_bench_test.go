@@ -65,17 +65,17 @@ func benchPodN(i, nodes int) *v1.Pod {
 }
 
 // BenchmarkPodCacheTransform is what a watch event of a managed pod costs
-// the informer: the entry with the pod and its status encoded.
+// the cache: the entry with the pod and its status encoded.
 func BenchmarkPodCacheTransform(b *testing.B) {
 	c := newPodCache(Config{Client: clientset.Wrap(fake.NewClientset()), TrimPodStatus: true}, func(string) bool { return true })
-	if _, err := c.transform(benchPodN(0, 1), true); err != nil { // the cache's reference
+	if _, _, err := c.transform(benchPodN(0, 1)); err != nil { // the cache's reference
 		b.Fatal(err)
 	}
 	p := benchPodN(4321, 1000)
 	b.ReportAllocs()
 	var size int
 	for b.Loop() {
-		e, err := c.transform(p, true)
+		e, _, err := c.transform(p)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -88,10 +88,10 @@ func BenchmarkPodCacheTransform(b *testing.B) {
 // a pod at rest costs: decoding its entry.
 func BenchmarkPodEntryDecode(b *testing.B) {
 	c := newPodCache(Config{Client: clientset.Wrap(fake.NewClientset()), TrimPodStatus: true}, func(string) bool { return true })
-	if _, err := c.transform(benchPodN(0, 1), true); err != nil {
+	if _, _, err := c.transform(benchPodN(0, 1)); err != nil {
 		b.Fatal(err)
 	}
-	e, err := c.transform(benchPodN(4321, 1000), true)
+	e, _, err := c.transform(benchPodN(4321, 1000))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func BenchmarkOwnedStatusPatch(b *testing.B) {
 
 // BenchmarkPodCacheMemory10k measures the heap the pod cache holds per pod
 // at rest: 10,000 pods of make bench-cluster's shape on 1,000 nodes, in
-// the informer's store and the cache's records.
+// the cache's records.
 func BenchmarkPodCacheMemory10k(b *testing.B) {
 	const n, nodes = 10000, 1000
 	var perPod float64
@@ -145,13 +145,8 @@ func BenchmarkPodCacheMemory10k(b *testing.B) {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		c := newPodCache(Config{Client: clientset.Wrap(fake.NewClientset()), TrimPodStatus: true}, func(string) bool { return true })
-		store := c.inf.GetStore()
 		for i := range n {
-			e, err := c.transform(benchPodN(i, nodes), true)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := store.Add(e); err != nil {
+			if err := c.Add(benchPodN(i, nodes)); err != nil {
 				b.Fatal(err)
 			}
 		}

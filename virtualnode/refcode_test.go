@@ -99,8 +99,7 @@ func TestPodCacheDecodesPodsCodedAgainstTheFirst(t *testing.T) {
 	pods := []*v1.Pod{benchPodN(0, 3), benchPodN(1, 3), different, benchPodN(2, 3)}
 	var coder *refCoder
 	for i, p := range pods {
-		e, err := c.transform(p, false)
-		require.NoError(t, err)
+		e := putPod(t, c, p)
 		if i == 0 {
 			coder = c.coder.Load()
 		}
@@ -115,13 +114,11 @@ func TestPodCacheDecodesPodsCodedAgainstTheFirst(t *testing.T) {
 
 func TestPodCacheEntriesOfAPodShareItsNameAndUID(t *testing.T) {
 	c := newPodCache(Config{Client: clientset.Wrap(fake.NewClientset())}, func(string) bool { return true })
-	first, err := c.transform(benchPodN(3, 2), true)
-	require.NoError(t, err)
+	first := putPod(t, c, benchPodN(3, 2))
 	update := benchPodN(3, 2) // the same pod decoded afresh from a later event
 	update.ResourceVersion = "999999"
 	update.Status.Phase = v1.PodSucceeded
-	later, err := c.transform(update, true)
-	require.NoError(t, err)
+	later := putPod(t, c, update)
 	require.Same(t, unsafe.StringData(first.name), unsafe.StringData(later.name))
 	require.Same(t, unsafe.StringData(string(first.uid)), unsafe.StringData(string(later.uid)))
 	require.Equal(t, "999999", later.resourceVersion())

@@ -9,7 +9,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/nodekit/nodekit/nodestatus"
@@ -59,20 +58,14 @@ func (a *Agent) Run(ctx context.Context) error {
 	if n, ok := a.cfg.Provider.(PodNotifier); ok {
 		n.NotifyPods(func(uid types.UID) { a.sync(ctx, uid) })
 	}
-	reg, err := a.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { a.onPod(ctx, obj, podworkers.UpdateCreate) },
-		UpdateFunc: func(_, obj any) { a.onPod(ctx, obj, podworkers.UpdateUpdate) },
-		DeleteFunc: func(obj any) { a.onPodDeleted(ctx, obj) },
-	})
-	if err != nil {
-		if a.api != nil {
-			_ = a.apiLn.Close()
-		}
-		return fmt.Errorf("virtualnode: pod informer: %w", err)
+	handlers := &podHandlers{
+		added:   func(e *podEntry) { a.onPod(ctx, e, podworkers.UpdateCreate) },
+		updated: func(e *podEntry) { a.onPod(ctx, e, podworkers.UpdateUpdate) },
+		deleted: func(e *podEntry) { a.onPodDeleted(ctx, e) },
 	}
-	a.podsSynced = reg.HasSynced
+	a.cache.addHandlers(handlers)
 	if a.sharedPods {
-		defer func() { _ = a.pods.RemoveEventHandler(reg) }()
+		defer a.cache.removeHandlers(handlers)
 	}
 	logger.Info("Starting virtual nodes", "nodes", len(a.nodes))
 	work := make(chan *node, len(a.nodes))
@@ -83,7 +76,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		func(ctx context.Context) { a.loop(ctx, work, done) },
 	}
 	if !a.sharedPods {
-		fns = append(fns, a.pods.RunWithContext)
+		fns = append(fns, a.cache.run)
 	}
 	for range a.cfg.StatusWorkers {
 		fns = append(fns, func(ctx context.Context) { a.statusWorker(ctx, work, done) })
@@ -108,9 +101,9 @@ func (a *Agent) Run(ctx context.Context) error {
 }
 
 // onPod delivers an added or updated pod of a managed node to the workers.
-func (a *Agent) onPod(ctx context.Context, obj any, t podworkers.UpdateType) {
+func (a *Agent) onPod(ctx context.Context, e *podEntry, t podworkers.UpdateType) {
 	a.podEvents.Add(1)
-	pod := a.managedPod(obj)
+	pod := a.managedPod(e)
 	if pod == nil {
 		return
 	}
@@ -123,9 +116,9 @@ func (a *Agent) onPod(ctx context.Context, obj any, t podworkers.UpdateType) {
 
 // onPodDeleted kills a pod removed from the API (usually after the agent's
 // own final delete, when the pod is already finished and this is a no-op).
-func (a *Agent) onPodDeleted(ctx context.Context, obj any) {
+func (a *Agent) onPodDeleted(ctx context.Context, e *podEntry) {
 	a.podEvents.Add(1)
-	pod := a.managedPod(obj)
+	pod := a.managedPod(e)
 	if pod == nil {
 		return
 	}
@@ -141,11 +134,10 @@ func (a *Agent) managesNode(name string) bool {
 	return ok
 }
 
-// managedPod decodes the pod of an informer object (an entry, or one in a
-// DeletedFinalStateUnknown) if it is bound to a managed node; nil
-// otherwise.
-func (a *Agent) managedPod(obj any) *v1.Pod {
-	if e := entryOf(obj); e != nil && a.managesNode(e.nodeName()) {
+// managedPod decodes the pod of an entry if it is bound to a node of this
+// agent (the cache may be shared by shards); nil otherwise.
+func (a *Agent) managedPod(e *podEntry) *v1.Pod {
+	if e != nil && a.managesNode(e.nodeName()) {
 		return a.cache.decode(e)
 	}
 	return nil
@@ -161,7 +153,7 @@ func (a *Agent) lookupPod(uid types.UID) *v1.Pod {
 }
 
 // sync asks for a sync of uid with its latest pod, or a resync of the last
-// known one if the pod left the informer.
+// known one if the pod left the cache.
 func (a *Agent) sync(ctx context.Context, uid types.UID) {
 	if pod := a.lookupPod(uid); pod != nil {
 		_ = a.workers.UpdatePod(ctx, podworkers.Update{Type: podworkers.UpdateSync, Pod: pod})
@@ -206,7 +198,7 @@ func (a *Agent) loop(ctx context.Context, work chan<- *node, done <-chan *node) 
 				work <- n // buffered for every node: never blocks
 			}
 		}
-		if a.podsSynced() {
+		if a.cache.hasSynced() {
 			for _, uid := range a.workers.DuePods() {
 				a.sync(ctx, uid)
 			}
@@ -232,7 +224,7 @@ func (a *Agent) loop(ctx context.Context, work chan<- *node, done <-chan *node) 
 	}
 }
 
-// housekeepingDue: a pod changed in the informer since the last pass, or
+// housekeepingDue: a pod changed in the cache since the last pass, or
 // the last one is housekeepingMaxGap old. The pass costs a walk of every
 // pod; with nothing changed it has nothing to find but finished workers to
 // forget, which can wait.
@@ -245,22 +237,16 @@ func (a *Agent) housekeepingDue(now time.Time) bool {
 	return true
 }
 
-// housekeeping reconciles the workers with the managed pods in the
-// informer: pods gone are forgotten (or terminated), pods missing are
+// housekeeping reconciles the workers with the pods of the agent's nodes
+// in the cache: pods gone are forgotten (or terminated), pods missing are
 // (re)started.
 func (a *Agent) housekeeping(ctx context.Context) {
 	a.dispatch.Lock()
 	defer a.dispatch.Unlock()
-	// One pass over the informer's list (the agent's nodes may be some of
-	// those of a cache shared by shards).
-	objs := a.pods.GetIndexer().List()
-	var mine []*podEntry
-	desired := make(sets.Set[types.UID], len(objs))
-	for _, o := range objs {
-		if e, ok := o.(*podEntry); ok && a.managesNode(e.nodeName()) {
-			mine = append(mine, e)
-			desired.Insert(e.uid)
-		}
+	mine := a.cache.podsOn(a.cfg.Nodes...)
+	desired := make(sets.Set[types.UID], len(mine))
+	for _, e := range mine {
+		desired.Insert(e.uid)
 	}
 	known := a.workers.SyncKnownPods(ctx, desired)
 	for _, e := range mine {

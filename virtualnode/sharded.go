@@ -134,7 +134,7 @@ func (s *Sharded) Run(ctx context.Context) error {
 	}
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting sharded virtual nodes", "identity", s.cfg.Identity, "shards", len(s.shards), "nodes", len(s.cfg.Agent.Nodes))
-	fns := []func(context.Context){s.pods.inf.RunWithContext}
+	fns := []func(context.Context){s.pods.run}
 	for i := range s.shards {
 		if len(s.shards[i]) > 0 {
 			fns = append(fns, func(ctx context.Context) { s.runShard(ctx, i) })

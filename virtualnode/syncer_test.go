@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodekit/nodekit/kubeclient/clientset"
@@ -41,16 +40,23 @@ func statusPatches(cs *fake.Clientset) []string {
 	return out
 }
 
-// cacheOf returns a pod cache holding pods as its informer would (not run).
+// cacheOf returns a pod cache holding pods as its reflector would give
+// them (not run).
 func cacheOf(t *testing.T, cs *fake.Clientset, trim bool, pods ...*v1.Pod) *podCache {
 	t.Helper()
 	c := newPodCache(Config{Client: clientset.Wrap(cs), TrimPodStatus: trim}, func(node string) bool { return node == "vn-0" })
 	for _, p := range pods {
-		e, err := c.transform(p, trim)
-		require.NoError(t, err)
-		require.NoError(t, c.inf.GetIndexer().Add(e))
+		putPod(t, c, p)
 	}
 	return c
+}
+
+// putPod gives p to c as the reflector gives a watch event and returns its
+// entry (nil for a pod of a node not managed).
+func putPod(t testing.TB, c *podCache, p *v1.Pod) *podEntry {
+	t.Helper()
+	require.NoError(t, c.Add(p))
+	return c.entry(p.UID)
 }
 
 // inAPI returns the pod as the (fake) API server has it.
@@ -95,9 +101,7 @@ func TestReportPatchesOwnedStatus(t *testing.T) {
 	}
 	event := func() {
 		t.Helper()
-		e, err := c.transform(inAPI(t, cs, pod), true)
-		require.NoError(t, err)
-		require.NoError(t, c.inf.GetIndexer().Update(e))
+		require.NoError(t, c.Update(inAPI(t, cs, pod)))
 	}
 	reportAndEvent := func() { report(); event() }
 
@@ -175,25 +179,27 @@ func TestReportPatchesOwnedStatus(t *testing.T) {
 	require.Equal(t, v1.PodRunning, inAPI(t, cs, pod).Status.Phase)
 }
 
-func TestPodCacheKeepsLittleOfOtherNodesPods(t *testing.T) {
+func TestPodCacheKeepsNothingOfOtherNodesPods(t *testing.T) {
 	other := testPod(v1.RestartPolicyAlways, nil)
 	other.Spec.NodeName = "real-node"
 	other.Labels = map[string]string{"app": "x"}
 	other.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m"}}
 	c := cacheOf(t, fake.NewClientset(), false)
-	got, err := c.transform(other, false)
+	got, _, err := c.transform(other)
 	require.NoError(t, err)
 	require.Equal(t, &podEntry{namespace: unique.Make(other.Namespace), name: other.Name, uid: other.UID,
 		data: other.ResourceVersion, rvLen: uint32(len(other.ResourceVersion)), node: unique.Make("real-node"),
-		phase: unique.Make(string(other.Status.Phase))}, got)
+		phase: unique.Make(string(other.Status.Phase))}, got, "its identity only")
 	require.Nil(t, c.decode(got))
+	require.Nil(t, putPod(t, c, other), "not kept")
+	require.NoError(t, c.Delete(other))
 	_, known := c.lastStatus(other.UID)
 	require.False(t, known)
 
 	mine := other.DeepCopy()
 	mine.Spec.NodeName = "vn-0"
 	mine.Status = v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.1.0.1", Conditions: []v1.PodCondition{{Type: v1.PodReady}}}
-	full, err := c.transform(mine, false)
+	full, _, err := c.transform(mine)
 	require.NoError(t, err)
 	require.Equal(t, v1.PodRunning, full.podPhase())
 	decoded := c.decode(full)
@@ -205,45 +211,100 @@ func TestPodCacheKeepsLittleOfOtherNodesPods(t *testing.T) {
 		{full.namespace.Value(), decoded.Namespace}, {full.nodeName(), decoded.Spec.NodeName}} {
 		require.Same(t, unsafe.StringData(s[0]), unsafe.StringData(s[1]), "a decoded pod shares the entry's %q", s[0])
 	}
-	trimmed, err := c.transform(mine, true)
-	require.NoError(t, err)
+	c.trim = true
+	trimmed := putPod(t, c, mine)
 	require.Equal(t, v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.1.0.1"}, c.decode(trimmed).Status)
-	key, err := cache.MetaNamespaceKeyFunc(trimmed)
-	require.NoError(t, err)
-	require.Equal(t, mine.Namespace+"/"+mine.Name, key, "the informer's key of an entry")
 
-	// Found by UID, each time a pod of its own; not once another pod took
-	// its name.
-	require.NoError(t, c.inf.GetIndexer().Add(trimmed))
+	// Found by UID, each time a pod of its own.
 	a, b := c.pod(mine.UID), c.pod(mine.UID)
 	require.Equal(t, a, b)
 	require.NotSame(t, a, b)
-	again := mine.DeepCopy()
-	again.UID = "recreated"
-	recreated, err := c.transform(again, true)
+}
+
+// TestPodCacheDeliversAsAnInformer: the handlers hear of each pod added,
+// updated and deleted, of pods a relist lacks or adds, and a handler added
+// late hears of every pod first.
+func TestPodCacheDeliversAsAnInformer(t *testing.T) {
+	c := newPodCache(Config{Client: clientset.Wrap(fake.NewClientset())}, func(node string) bool { return node == "vn-0" })
+	var heard []string
+	listen := func(who string) *podHandlers {
+		return &podHandlers{
+			added:   func(e *podEntry) { heard = append(heard, who+" added "+string(e.uid)) },
+			updated: func(e *podEntry) { heard = append(heard, who+" updated "+string(e.uid)) },
+			deleted: func(e *podEntry) { heard = append(heard, who+" deleted "+string(e.uid)) },
+		}
+	}
+	pod := func(uid, name, node string) *v1.Pod {
+		p := testPod(v1.RestartPolicyAlways, nil)
+		p.UID, p.Name, p.Spec.NodeName = types.UID(uid), name, node
+		return p
+	}
+	first := listen("first")
+	c.addHandlers(first)
+	require.False(t, c.hasSynced())
+	// The initial list, as the watch-list's temporary store keeps it.
+	tr := c.Transformer()
+	listedA, err := tr(pod("a", "pa", "vn-0"))
 	require.NoError(t, err)
-	require.NoError(t, c.inf.GetIndexer().Update(recreated))
-	c.onUpdate(trimmed, recreated) // the relist's update: old UID, new UID
-	require.Nil(t, c.pod(mine.UID))
-	_, known = c.lastStatus(mine.UID)
+	listedOther, err := tr(pod("o", "po", "real-node"))
+	require.NoError(t, err)
+	require.NoError(t, c.Replace([]any{listedA, listedOther, pod("b", "pb", "vn-0")}, "1"))
+	require.True(t, c.hasSynced())
+	require.Equal(t, []string{"first added a", "first added b"}, heard)
+
+	heard = nil
+	require.NoError(t, c.Update(pod("a", "pa", "vn-0")))
+	require.NoError(t, c.Add(pod("c", "pc", "vn-0")))
+	require.NoError(t, c.Add(pod("o2", "po2", "real-node")))
+	require.Equal(t, []string{"first updated a", "first added c"}, heard)
+
+	heard = nil
+	late := listen("late")
+	c.addHandlers(late)
+	slices.Sort(heard)
+	require.Equal(t, []string{"late added a", "late added b", "late added c"}, heard, "every pod, to the late handler only")
+
+	// A relist: b was deleted while the watch was down, c deleted and
+	// created again under its name with another UID.
+	heard = nil
+	c.removeHandlers(first)
+	require.NoError(t, c.Replace([]any{pod("a", "pa", "vn-0"), pod("c2", "pc", "vn-0")}, "2"))
+	require.Equal(t, []string{"late updated a", "late added c2", "late deleted b", "late deleted c"}, sortedTail(heard, 2))
+	require.Nil(t, c.entry("b"))
+	require.Nil(t, c.entry("c"))
+	_, known := c.lastStatus("c")
 	require.False(t, known, "nothing is left of the replaced pod")
-	require.NotNil(t, c.pod("recreated"))
-	c.onUpdate(recreated, recreated)
-	require.NotNil(t, c.pod("recreated"), "an update of the same pod keeps it")
-	c.onDelete(cache.DeletedFinalStateUnknown{Key: key, Obj: recreated})
-	require.Nil(t, c.pod("recreated"))
+	require.NotNil(t, c.entry("c2"))
+	require.Equal(t, "c2", string(c.named("ns", "pc").uid))
+
+	heard = nil
+	deleted := pod("a", "pa", "vn-0")
+	deleted.Status.Phase = v1.PodSucceeded
+	require.NoError(t, c.Delete(deleted))
+	require.NoError(t, c.Delete(deleted), "a pod the cache no longer has")
+	require.Equal(t, []string{"late deleted a"}, heard)
+	require.Nil(t, c.entry("a"))
+	require.Nil(t, c.named("ns", "pa"))
+	require.Error(t, c.Add(&v1.Node{}), "not a pod")
+}
+
+// sortedTail returns s with its last n elements sorted (deliveries in no
+// order).
+func sortedTail(s []string, n int) []string {
+	slices.Sort(s[len(s)-n:])
+	return s
 }
 
 // TestPodCacheListsPodsByNode: the pods of a managed node, as they come and
 // go.
 func TestPodCacheListsPodsByNode(t *testing.T) {
 	c := newPodCache(Config{Client: clientset.Wrap(fake.NewClientset())}, func(node string) bool { return node != "real-node" })
+	pods := map[string]*v1.Pod{}
 	add := func(name, node string) *podEntry {
 		p := testPod(v1.RestartPolicyAlways, nil)
 		p.Name, p.UID, p.Spec.NodeName = name, types.UID("uid-"+name), node
-		e, err := c.transform(p, true)
-		require.NoError(t, err)
-		return e
+		pods[name] = p
+		return putPod(t, c, p)
 	}
 	names := func(node string) []string {
 		var n []string
@@ -253,20 +314,21 @@ func TestPodCacheListsPodsByNode(t *testing.T) {
 		return n
 	}
 	add("a", "vn-0")
-	b := add("b", "vn-0")
+	add("b", "vn-0")
 	add("c", "vn-1")
 	add("d", "real-node")
 	require.ElementsMatch(t, []string{"a", "b"}, names("vn-0"))
 	require.ElementsMatch(t, []string{"c"}, names("vn-1"))
 	require.Empty(t, names("real-node"), "another node's pods are not kept")
 	require.Empty(t, names("vn-2"))
+	require.Len(t, c.podsOn("vn-0", "vn-1", "vn-2"), 3)
 
 	b2 := add("b", "vn-0") // an update
 	require.ElementsMatch(t, []string{"a", "b"}, names("vn-0"))
 	require.Same(t, b2, c.podsOn("vn-0")[slices.IndexFunc(c.podsOn("vn-0"), func(e *podEntry) bool { return e.name == "b" })], "the latest entry")
-	c.onDelete(b)
+	require.NoError(t, c.Delete(pods["b"]))
 	require.ElementsMatch(t, []string{"a"}, names("vn-0"))
-	c.onDelete(c.entry("uid-a"))
+	require.NoError(t, c.Delete(pods["a"]))
 	require.Empty(t, names("vn-0"))
 	require.Empty(t, c.onNode["vn-0"])
 	require.ElementsMatch(t, []string{"c"}, names("vn-1"))
