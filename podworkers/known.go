@@ -49,7 +49,7 @@ func (w *Workers) SyncKnownPods(ctx context.Context, desired sets.Set[types.UID]
 			ws.HasConfig = true
 			ws.Static = w.cfg.IsStatic(pod)
 		case st.hasActive && st.released != nil:
-			ws.HasConfig, ws.Static = true, st.released.static
+			ws.HasConfig, ws.Static = true, st.releasedStatic
 		}
 		known[uid] = ws
 	}

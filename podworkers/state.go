@@ -64,6 +64,7 @@ type podState struct {
 	finished           bool
 	restartRequested   bool
 	observedRuntime    bool
+	releasedStatic     bool // the pod released is static
 }
 
 // killState is what kill requests leave for a pod's termination.
@@ -176,12 +177,12 @@ func (s *podState) merge(u *Update) {
 	}
 }
 
-// podStub is what a worker keeps of a pod it dropped (Config.LookupPod).
+// podStub is what a worker keeps of a pod it dropped (Config.LookupPod);
+// whether it is static is podState.releasedStatic (48 bytes, not 64).
 type podStub struct {
 	name, namespace  string
 	terminationGrace *int64
 	deletionGrace    *int64
-	static           bool
 }
 
 // release drops the pod of an idle worker, keeping its stub. Called with
@@ -191,8 +192,9 @@ func (s *podState) release(static bool) {
 	if !s.hasActive || p == nil {
 		return
 	}
-	s.released = &podStub{name: p.Name, namespace: p.Namespace, static: static,
+	s.released = &podStub{name: p.Name, namespace: p.Namespace,
 		terminationGrace: p.Spec.TerminationGracePeriodSeconds, deletionGrace: p.DeletionGracePeriodSeconds}
+	s.releasedStatic = static
 	s.active.pod = nil
 }
 

@@ -14,8 +14,8 @@ import (
 
 // Agent runs many virtual nodes in one process: one lease controller for all
 // of them, one nodestatus controller per node (synced by a bounded pool),
-// one pod informer and one set of pod workers. Build it with New and call
-// Run once.
+// one pod watch (a reflector into the pod cache) and one set of pod workers.
+// Build it with New and call Run once.
 type Agent struct {
 	cfg     Config
 	managed map[string]int // node name -> index

@@ -25,9 +25,12 @@
 //     node: a one-second loop hands due nodes to StatusWorkers goroutines
 //     that call Sync (every second until the node is reported Ready, then
 //     every StatusUpdateFrequency). nodestatus patches only on change.
-//   - Pods: one shared informer watches every pod bound to a node (a field
-//     selector cannot name several nodes) and the handlers keep those of the
-//     managed nodes. They go to one podworkers.Workers whose Syncer calls the
+//   - Pods: one client-go Reflector watches every pod bound to a node (a
+//     field selector cannot name several nodes) into a pod cache that keeps
+//     those of the managed nodes, by UID, and hands each change to the
+//     agent as an informer's handlers get it (the cache is the reflector's
+//     store: no informer store and queue beside it). They go to one
+//     podworkers.Workers whose Syncer calls the
 //     Provider: SyncPod creates the pod and reports its status,
 //     SyncTerminatingPod stops it within the grace period, SyncTerminatedPod
 //     reports the final status and, for a pod being deleted, deletes it with
@@ -36,28 +39,28 @@
 //     (podstatus.Merge: conditions others own stay, a terminal phase stays)
 //     and patched (strategic merge, UID precondition) only when that
 //     differs. The agent keeps a 64-bit digest of the API's status of each
-//     pod beside the informer, and which of its parts are set, not the
+//     pod in the cache, and which of its parts are set, not the
 //     status: "differs" compares digests, and each patch sends every status
 //     field the agent owns that the cached pod does not show unchanged
 //     (the IP lists and conditions whole) and clears what the server has
 //     and the new status lacks, so it needs no copy of the server's status,
-//     and leaves what others own alone. The informer keeps each pod of a managed node encoded,
+//     and leaves what others own alone. The cache keeps each pod encoded,
 //     decoded for each event and sync (with TrimPodStatus with only the
 //     status fields the agent does not write and the few a provider
 //     adopting a pod reads), and the workers drop the pod of an idle worker
 //     (podworkers.Config.LookupPod): a pod at rest costs its encoding, not
-//     a decoded v1.Pod. Pods of nodes the agent does not serve are kept as
-//     names only. Every pod a Provider method gets is its own copy.
+//     a decoded v1.Pod. Pods of nodes the agent does not serve are not
+//     kept. Every pod a Provider method gets is its own copy.
 //   - The same loop polls podworkers' due pods every second and runs
 //     housekeeping (SyncKnownPods) every two, like the kubelet's sync loop,
-//     but only when the informer delivered a pod change since the last
+//     but only when the cache delivered a pod change since the last
 //     pass, else every 30s (a pass walks every pod).
 //     Providers that implement PodNotifier get a sync of a pod as soon as they
 //     report it changed. This loop stands where syncloop and pleg stand in
 //     a CRI agent: a provider has no CRI runtime to relist (its
 //     notifications are the evented PLEG), and syncloop's per-node sources
-//     would mean a watch or a snapshot diff per node where one shared
-//     informer serves all.
+//     would mean a watch or a snapshot diff per node where one watch
+//     serves all.
 //   - Kubelet API (Config.API): one kubeletapi.Server in MultiNode mode for
 //     all nodes, whose port every node reports in
 //     status.daemonEndpoints. It lists the agent's pods with their latest
@@ -75,7 +78,7 @@
 // stable hash of their names (ShardOf, the same on every replica); each
 // shard is owned through a coordination.k8s.io Lease (<prefix>-<i>); the
 // replica holding it runs the shard's nodes as an Agent, all shards of a
-// replica sharing one pod informer. The Lease rules are client-go leader
+// replica sharing one pod cache. The Lease rules are client-go leader
 // election's, on the injected clock: a holder renews every RetryPeriod and
 // stops the shard once no renewal succeeded for RenewDeadline; another
 // replica takes a Lease over only after seeing its record unchanged for
@@ -105,7 +108,7 @@
 //	                                     and deletes the pod object, which a VK provider must
 //	                                     not do itself
 //	GetPodStatus(ctx, ns, name)          Provider.PodStatus(ctx, pod); "not found" is nil, nil
-//	GetPod, GetPods                      not needed: the Agent's informer and pod workers own the
+//	GetPod, GetPods                      not needed: the Agent's pod cache and workers own the
 //	                                     set of pods; housekeeping calls Provider.ForgetPod for
 //	                                     each pod that is gone
 //	PodNotifier.NotifyPods(ctx, cb)      PodNotifier.NotifyPods(notify): report a UID, the
