@@ -59,21 +59,12 @@ type podCache struct {
 	synced atomic.Bool
 
 	mu sync.Mutex
-	// pods has a record of each pod of a managed node, by UID.
-	pods map[types.UID]podRecord
-	// onNode lists the UIDs of each managed node's pods in pods, in no
+	// pods has the latest entry of each pod of a managed node, by UID.
+	pods map[types.UID]*podEntry
+	// onNode lists the latest entries of each managed node's pods, in no
 	// order (an informer index by node kept a set of keys per node: 1.5 MB
 	// for 10,000 pods on 1,000 nodes, ten times these lists).
-	onNode map[string][]types.UID
-}
-
-// podRecord is what the cache keeps of a pod of a managed node.
-type podRecord struct {
-	// entry is the pod's latest entry.
-	entry *podEntry
-	// mark is the digest and shape of the status the API server has, as
-	// far as known.
-	mark statusMark
+	onNode map[string][]*podEntry
 }
 
 // statusMark is what the cache keeps of a pod's status: its digest
@@ -103,6 +94,10 @@ type podEntry struct {
 	// namespace, node and phase are interned: the pods of a namespace, of
 	// a node, in a phase, share one copy of its name.
 	namespace, node, phase unique.Handle[string]
+	// mark is the digest and shape of the status the API server has, as
+	// far as known: the entry's own status's until the agent patches it.
+	// Guarded by the cache's mu once the entry is recorded.
+	mark statusMark
 }
 
 // resourceVersion returns the resource version of the pod's entry.
@@ -110,6 +105,13 @@ func (e *podEntry) resourceVersion() string { return e.data[:e.rvLen] }
 
 // enc returns the coded encoding of a managed pod, empty for another pod.
 func (e *podEntry) enc() string { return e.data[e.rvLen:] }
+
+// GetObjectMeta implements metav1.ObjectMetaAccessor, which the key
+// function of the reflector's temporary store of a watch-list's initial
+// events uses (Transformer).
+func (e *podEntry) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{Namespace: e.namespace.Value(), Name: e.name, UID: e.uid, ResourceVersion: e.resourceVersion()}
+}
 
 // podPhase returns the pod's phase.
 func (e *podEntry) podPhase() v1.PodPhase { return v1.PodPhase(e.phase.Value()) }
@@ -159,8 +161,8 @@ func newPodCache(cfg Config, managed func(nodeName string) bool) *podCache {
 			return pods.Watch(ctx, o)
 		},
 	}
-	c := &podCache{managed: managed, trim: cfg.TrimPodStatus, seed: maphash.MakeSeed(), pods: map[types.UID]podRecord{},
-		onNode: map[string][]types.UID{}}
+	c := &podCache{managed: managed, trim: cfg.TrimPodStatus, seed: maphash.MakeSeed(), pods: map[types.UID]*podEntry{},
+		onNode: map[string][]*podEntry{}}
 	// The wrapper keeps the client's word on watch-list support (fake
 	// clientsets have none).
 	c.reflector = cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, cfg.Client), &v1.Pod{}, c,
@@ -191,8 +193,8 @@ func (c *podCache) addHandlers(h *podHandlers) {
 	c.handlers = append(c.handlers, h)
 	c.mu.Lock()
 	entries := make([]*podEntry, 0, len(c.pods))
-	for _, r := range c.pods {
-		entries = append(entries, r.entry)
+	for _, e := range c.pods {
+		entries = append(entries, e)
 	}
 	c.mu.Unlock()
 	for _, e := range entries {
@@ -219,43 +221,28 @@ func (c *podCache) deliver(old, e *podEntry) {
 	}
 }
 
-// listed is a pod transformed by the reflector for its list phase (the
-// watch-list's initial events, Transformer): its entry and status mark,
-// recorded by Replace.
-type listed struct {
-	e    *podEntry
-	mark statusMark
-}
-
-// GetObjectMeta implements metav1.ObjectMetaAccessor, which the key
-// function of the reflector's temporary store uses.
-func (l *listed) GetObjectMeta() metav1.Object {
-	e := l.e
-	return &metav1.ObjectMeta{Namespace: e.namespace.Value(), Name: e.name, UID: e.uid, ResourceVersion: e.resourceVersion()}
-}
-
 // Transformer implements cache.TransformingStore: the reflector's
-// temporary store of the initial events keeps entries, not pods.
+// temporary store of a watch-list's initial events keeps entries, not
+// pods, recorded by Replace.
 func (c *podCache) Transformer() cache.TransformFunc {
 	return func(obj any) (any, error) {
 		if p, ok := obj.(*v1.Pod); ok {
-			e, mark, err := c.transform(p)
-			return &listed{e: e, mark: mark}, err
+			return c.transform(p)
 		}
 		return obj, nil
 	}
 }
 
-// entryOf transforms a pod the reflector gives the store (a pod, or a pod
-// transformed by Transformer).
-func (c *podCache) entryOf(obj any) (*podEntry, statusMark, error) {
+// entryOf transforms a pod the reflector gives the store (a pod, or an
+// entry from Transformer).
+func (c *podCache) entryOf(obj any) (*podEntry, error) {
 	switch o := obj.(type) {
 	case *v1.Pod:
 		return c.transform(o)
-	case *listed:
-		return o.e, o.mark, nil
+	case *podEntry:
+		return o, nil
 	}
-	return nil, statusMark{}, fmt.Errorf("virtualnode: pod cache: unexpected %T", obj)
+	return nil, fmt.Errorf("virtualnode: pod cache: unexpected %T", obj)
 }
 
 // Add implements cache.ReflectorStore: a pod created, or seen.
@@ -266,20 +253,20 @@ func (c *podCache) Update(obj any) error { return c.put(obj) }
 
 // put records a pod of a managed node and tells the handlers.
 func (c *podCache) put(obj any) error {
-	e, mark, err := c.entryOf(obj)
+	e, err := c.entryOf(obj)
 	if err != nil || !e.managed {
 		return err
 	}
 	c.hmu.Lock()
 	defer c.hmu.Unlock()
-	c.deliver(c.record(e, mark), e)
+	c.deliver(c.record(e), e)
 	return nil
 }
 
 // Delete implements cache.ReflectorStore: a pod deleted from the API. The
 // handlers get its final state.
 func (c *podCache) Delete(obj any) error {
-	e, _, err := c.entryOf(obj)
+	e, err := c.entryOf(obj)
 	if err != nil || !e.managed {
 		return err
 	}
@@ -305,32 +292,28 @@ func (c *podCache) gone(e *podEntry) {
 // (deleted while the watch was down, or replaced under their name by
 // another of another UID) deleted.
 func (c *podCache) Replace(list []any, _ string) error {
-	type item struct {
-		e    *podEntry
-		mark statusMark
-	}
-	items := make([]item, 0, len(list))
+	entries := make([]*podEntry, 0, len(list))
 	for _, obj := range list {
-		e, mark, err := c.entryOf(obj)
+		e, err := c.entryOf(obj)
 		if err != nil {
 			return err // the reflector lists again
 		}
 		if e.managed {
-			items = append(items, item{e, mark})
+			entries = append(entries, e)
 		}
 	}
 	c.hmu.Lock()
 	defer c.hmu.Unlock()
-	listedUIDs := make(map[types.UID]bool, len(items))
-	for _, it := range items {
-		listedUIDs[it.e.uid] = true
-		c.deliver(c.record(it.e, it.mark), it.e)
+	listed := make(map[types.UID]bool, len(entries))
+	for _, e := range entries {
+		listed[e.uid] = true
+		c.deliver(c.record(e), e)
 	}
 	c.mu.Lock()
 	var missing []*podEntry
-	for uid, r := range c.pods {
-		if !listedUIDs[uid] {
-			missing = append(missing, r.entry)
+	for uid, e := range c.pods {
+		if !listed[uid] {
+			missing = append(missing, e)
 		}
 	}
 	c.mu.Unlock()
@@ -344,32 +327,32 @@ func (c *podCache) Replace(list []any, _ string) error {
 // Resync implements cache.ReflectorStore; there is nothing to resync.
 func (c *podCache) Resync() error { return nil }
 
-// transform returns the entry the cache keeps of p and the mark of its
-// status: of a pod of another node its identity only; of a managed pod
-// also its encoding, without managed fields and, with Config.TrimPodStatus,
+// transform returns the entry the cache keeps of p: of a pod of another
+// node its identity only; of a managed pod also the mark of its status and
+// its encoding, without managed fields and, with Config.TrimPodStatus,
 // with only the status fields the agent and a provider adopting a running
 // pod read. A pod the cache has gets the name and UID strings of its entry.
 // p is not modified.
-func (c *podCache) transform(p *v1.Pod) (*podEntry, statusMark, error) {
+func (c *podCache) transform(p *v1.Pod) (*podEntry, error) {
 	if uint64(len(p.ResourceVersion)) > math.MaxUint32 {
-		return nil, statusMark{}, fmt.Errorf("virtualnode: pod %s/%s: resource version of %d bytes", p.Namespace, p.Name, len(p.ResourceVersion))
+		return nil, fmt.Errorf("virtualnode: pod %s/%s: resource version of %d bytes", p.Namespace, p.Name, len(p.ResourceVersion))
 	}
 	e := &podEntry{namespace: unique.Make(p.Namespace), name: p.Name, uid: p.UID, data: p.ResourceVersion,
 		rvLen: uint32(len(p.ResourceVersion)), node: unique.Make(p.Spec.NodeName), phase: unique.Make(string(p.Status.Phase)),
 		deleting: p.DeletionTimestamp != nil}
 	if !c.managed(p.Spec.NodeName) {
-		return e, statusMark{}, nil
+		return e, nil
 	}
 	c.mu.Lock()
-	if r, ok := c.pods[p.UID]; ok && r.entry.name == e.name {
-		e.name, e.uid = r.entry.name, r.entry.uid // one copy per pod
+	if old, ok := c.pods[p.UID]; ok && old.name == e.name {
+		e.name, e.uid = old.name, old.uid // one copy per pod
 	}
 	c.mu.Unlock()
 	sum, err := statusSum(c.seed, &p.Status)
 	if err != nil {
-		return nil, statusMark{}, fmt.Errorf("virtualnode: pod %s/%s: %w", p.Namespace, p.Name, err)
+		return nil, fmt.Errorf("virtualnode: pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
-	mark := statusMark{sum: sum, shape: shapeOf(&p.Status)}
+	e.mark = statusMark{sum: sum, shape: shapeOf(&p.Status)}
 	q := *p
 	q.ManagedFields = nil
 	if c.trim {
@@ -377,26 +360,31 @@ func (c *podCache) transform(p *v1.Pod) (*podEntry, statusMark, error) {
 	}
 	q.Name, q.Namespace, q.UID, q.ResourceVersion, q.Spec.NodeName, q.Status.Phase = "", "", "", "", "", ""
 	if err := c.encode(e, &q); err != nil {
-		return nil, statusMark{}, fmt.Errorf("virtualnode: encode pod %s/%s: %w", p.Namespace, p.Name, err)
+		return nil, fmt.Errorf("virtualnode: encode pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
-	return e, mark, nil
+	return e, nil
 }
 
-// record makes e, of a managed pod, the pod's entry with the mark of its
-// status, lists it under its node, and returns the entry it replaces (nil
-// for a pod new to the cache).
-func (c *podCache) record(e *podEntry, mark statusMark) (old *podEntry) {
+// record makes e, of a managed pod, the pod's entry and lists it under its
+// node, and returns the entry it replaces (nil for a pod new to the
+// cache).
+func (c *podCache) record(e *podEntry) (old *podEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// Keyed by the entry's UID, shared with the pod's first entry: an
 	// assignment replaces a map's string key with the one given, and the
 	// decoded pod's own copy would double what a pod's UID costs.
-	r, ok := c.pods[e.uid]
-	if !ok { // a bound pod's node never changes
-		c.onNode[e.nodeName()] = append(c.onNode[e.nodeName()], e.uid)
+	old = c.pods[e.uid]
+	c.pods[e.uid] = e
+	list := c.onNode[e.nodeName()] // a bound pod's node never changes
+	if old != nil {
+		if i := slices.Index(list, old); i >= 0 {
+			list[i] = e
+			return old
+		}
 	}
-	c.pods[e.uid] = podRecord{entry: e, mark: mark}
-	return r.entry
+	c.onNode[e.nodeName()] = append(list, e)
+	return old
 }
 
 // encode sets e's encoding of q, coded against the cache's reference (q's
@@ -429,20 +417,22 @@ func (c *podCache) encode(e *podEntry, q *v1.Pod) error {
 	return nil
 }
 
-// unlist removes uid from node's list. Called with mu held.
-func (c *podCache) unlist(node string, uid types.UID) {
-	uids := c.onNode[node]
-	i := slices.Index(uids, uid)
+// unlist removes e from its node's list. Called with mu held.
+func (c *podCache) unlist(e *podEntry) {
+	node := e.nodeName()
+	list := c.onNode[node]
+	i := slices.Index(list, e)
 	if i < 0 {
 		return
 	}
-	uids[i] = uids[len(uids)-1]
-	uids = uids[:len(uids)-1]
-	if len(uids) == 0 {
+	list[i] = list[len(list)-1]
+	list[len(list)-1] = nil
+	list = list[:len(list)-1]
+	if len(list) == 0 {
 		delete(c.onNode, node)
 		return
 	}
-	c.onNode[node] = uids
+	c.onNode[node] = list
 }
 
 // podsOn returns the latest entries of the pods of managed nodes.
@@ -455,9 +445,7 @@ func (c *podCache) podsOn(nodes ...string) []*podEntry {
 	}
 	entries := make([]*podEntry, 0, n)
 	for _, node := range nodes {
-		for _, uid := range c.onNode[node] {
-			entries = append(entries, c.pods[uid].entry)
-		}
+		entries = append(entries, c.onNode[node]...)
 	}
 	return entries
 }
@@ -468,8 +456,8 @@ func (c *podCache) podsOn(nodes ...string) []*podEntry {
 func (c *podCache) named(namespace, name string) *podEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, r := range c.pods {
-		if e := r.entry; e.name == name && e.namespace.Value() == namespace {
+	for _, e := range c.pods {
+		if e.name == name && e.namespace.Value() == namespace {
 			return e
 		}
 	}
@@ -481,17 +469,18 @@ func (c *podCache) named(namespace, name string) *podEntry {
 func (c *podCache) lastStatus(uid types.UID) (statusMark, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r, ok := c.pods[uid]
-	return r.mark, ok
+	if e, ok := c.pods[uid]; ok {
+		return e.mark, true
+	}
+	return statusMark{}, false
 }
 
 // reported records the mark of the status the agent just patched.
 func (c *podCache) reported(uid types.UID, mark statusMark) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r, ok := c.pods[uid]; ok { // not a pod deleted meanwhile
-		r.mark = mark
-		c.pods[r.entry.uid] = r // the key stays the entries' copy
+	if e, ok := c.pods[uid]; ok { // not a pod deleted meanwhile
+		e.mark = mark
 	}
 }
 
@@ -500,9 +489,9 @@ func (c *podCache) reported(uid types.UID, mark statusMark) {
 func (c *podCache) forget(uid types.UID) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r, ok := c.pods[uid]
+	e, ok := c.pods[uid]
 	if ok {
-		c.unlist(r.entry.nodeName(), uid)
+		c.unlist(e)
 		delete(c.pods, uid)
 	}
 	return ok
@@ -530,7 +519,7 @@ func trimStatus(s *v1.PodStatus) v1.PodStatus {
 func (c *podCache) entry(uid types.UID) *podEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.pods[uid].entry
+	return c.pods[uid]
 }
 
 // pod returns the latest pod of a managed node with that UID, decoded

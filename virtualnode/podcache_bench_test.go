@@ -68,14 +68,14 @@ func benchPodN(i, nodes int) *v1.Pod {
 // the cache: the entry with the pod and its status encoded.
 func BenchmarkPodCacheTransform(b *testing.B) {
 	c := newPodCache(Config{Client: clientset.Wrap(fake.NewClientset()), TrimPodStatus: true}, func(string) bool { return true })
-	if _, _, err := c.transform(benchPodN(0, 1)); err != nil { // the cache's reference
+	if _, err := c.transform(benchPodN(0, 1)); err != nil { // the cache's reference
 		b.Fatal(err)
 	}
 	p := benchPodN(4321, 1000)
 	b.ReportAllocs()
 	var size int
 	for b.Loop() {
-		e, _, err := c.transform(p)
+		e, err := c.transform(p)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -88,10 +88,10 @@ func BenchmarkPodCacheTransform(b *testing.B) {
 // a pod at rest costs: decoding its entry.
 func BenchmarkPodEntryDecode(b *testing.B) {
 	c := newPodCache(Config{Client: clientset.Wrap(fake.NewClientset()), TrimPodStatus: true}, func(string) bool { return true })
-	if _, _, err := c.transform(benchPodN(0, 1)); err != nil {
+	if _, err := c.transform(benchPodN(0, 1)); err != nil {
 		b.Fatal(err)
 	}
-	e, _, err := c.transform(benchPodN(4321, 1000))
+	e, err := c.transform(benchPodN(4321, 1000))
 	if err != nil {
 		b.Fatal(err)
 	}

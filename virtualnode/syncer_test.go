@@ -185,7 +185,7 @@ func TestPodCacheKeepsNothingOfOtherNodesPods(t *testing.T) {
 	other.Labels = map[string]string{"app": "x"}
 	other.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m"}}
 	c := cacheOf(t, fake.NewClientset(), false)
-	got, _, err := c.transform(other)
+	got, err := c.transform(other)
 	require.NoError(t, err)
 	require.Equal(t, &podEntry{namespace: unique.Make(other.Namespace), name: other.Name, uid: other.UID,
 		data: other.ResourceVersion, rvLen: uint32(len(other.ResourceVersion)), node: unique.Make("real-node"),
@@ -199,7 +199,7 @@ func TestPodCacheKeepsNothingOfOtherNodesPods(t *testing.T) {
 	mine := other.DeepCopy()
 	mine.Spec.NodeName = "vn-0"
 	mine.Status = v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.1.0.1", Conditions: []v1.PodCondition{{Type: v1.PodReady}}}
-	full, _, err := c.transform(mine)
+	full, err := c.transform(mine)
 	require.NoError(t, err)
 	require.Equal(t, v1.PodRunning, full.podPhase())
 	decoded := c.decode(full)
