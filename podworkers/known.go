@@ -72,7 +72,8 @@ func (w *Workers) removeIfDone(logger klog.Logger, st *podState, orphan bool) bo
 			logger.V(4).Info("Pod is orphaned and has not been started")
 		case !st.terminationRequested():
 			st.terminating = true
-			st.grace, _ = effectiveGracePeriod(st.grace, st.pod(w.cfg.LookupPod), nil)
+			g, _ := effectiveGracePeriod(st.grace(), st.pod(w.cfg.LookupPod), nil)
+			st.setGrace(g)
 			w.requeueLast(st)
 			if st.cancel != nil {
 				st.cancel()

@@ -42,15 +42,18 @@ type podState struct {
 	// bytes each where a time.Time takes 24, and a pod's due time lives
 	// here rather than in a map of its own.
 	lastSync, due stamp
-	grace         gracePeriod
+	// graceSeconds (with graceSet) is the grace period in force (grace).
+	graceSeconds int64
 
 	// working is true while a goroutine owns the pod or it sits in the
 	// runnable queue; at most one owner exists at a time. queued is true
 	// while the pod sits in the runnable queue.
 	working, queued bool
 	// hasDue: due is set (the pod is in the work queue). hasActive:
-	// active is set.
+	// active is set, of type activeType.
 	hasDue, hasActive bool
+	activeType        uint8 // an UpdateType (UpdatePod admits only its four values)
+	graceSet          bool
 	// hasStarted: the pod's first sync began; terminating: termination
 	// was requested; hasTerminated: its containers are stopped. (Flags,
 	// not times: a worker per pod, 10,000 of them on a virtual node
@@ -141,10 +144,9 @@ func (s *podState) endKill() {
 	s.kill = nil
 }
 
-// acted is what the workers have acted on of a pod: an Update's type,
-// pod, mirror pod and runtime pod.
+// acted is what the workers have acted on of a pod: an Update's pod,
+// mirror pod and runtime pod (its type is podState.activeType).
 type acted struct {
-	typ     UpdateType
 	pod     *v1.Pod
 	mirror  *v1.Pod
 	running *RuntimePod
@@ -155,6 +157,12 @@ func (a *acted) update(t UpdateType) *Update {
 	return &Update{Type: t, Pod: a.pod, MirrorPod: a.mirror, RunningPod: a.running}
 }
 
+// grace returns the grace period in force.
+func (s *podState) grace() gracePeriod { return gracePeriod{seconds: s.graceSeconds, set: s.graceSet} }
+
+// setGrace sets the grace period in force.
+func (s *podState) setGrace(g gracePeriod) { s.graceSeconds, s.graceSet = g.seconds, g.set }
+
 // merge records what a worker is about to act on. The pod is kept unless
 // only a runtime pod arrives and a pod is already known; the mirror pod is
 // kept when the update has none. Kill options are not kept: their effect
@@ -164,7 +172,7 @@ func (s *podState) merge(u *Update) {
 		s.active, s.hasActive = acted{}, true
 	}
 	a := &s.active
-	a.typ = u.Type
+	s.activeType = uint8(u.Type)
 	if a.pod == nil || u.RunningPod == nil {
 		a.pod = u.Pod
 	}

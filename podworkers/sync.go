@@ -82,7 +82,7 @@ func (w *Workers) begin(ctx context.Context, st *podState) *unit {
 	return &unit{
 		st: st, ctx: uctx, cancel: cancel, logger: logger, work: work,
 		typ: upd.Type, pod: st.active.pod, mirror: st.active.mirror, runtime: upd.RunningPod,
-		grace: st.grace.seconds, status: st.statusFn(), after: st.lastSync.time(w.epoch), start: upd.StartTime,
+		grace: st.graceSeconds, status: st.statusFn(), after: st.lastSync.time(w.epoch), start: upd.StartTime,
 	}
 }
 
@@ -195,7 +195,8 @@ func (w *Workers) finish(u *unit, terminal bool, err error) bool {
 		u.logger.V(4).Info("Pod is terminal")
 		if !st.terminationRequested() {
 			st.terminating = true
-			st.grace, _ = effectiveGracePeriod(st.grace, st.active.pod, nil)
+			g, _ := effectiveGracePeriod(st.grace(), st.active.pod, nil)
+			st.setGrace(g)
 		}
 		st.startedTerminating = true
 		transition = true
@@ -262,7 +263,7 @@ func (w *Workers) requeueLast(st *podState) {
 	if st.pending != nil || !st.hasActive {
 		return
 	}
-	st.pending = st.active.update(st.active.typ)
+	st.pending = st.active.update(UpdateType(st.activeType))
 	w.schedule(st)
 }
 

@@ -157,7 +157,9 @@ func (w *Workers) applyTermination(logger klog.Logger, st *podState, u *Update, 
 			st.evicted = true
 		}
 	}
-	st.grace, shortened = effectiveGracePeriod(st.grace, u.Pod, u.Kill)
+	var g gracePeriod
+	g, shortened = effectiveGracePeriod(st.grace(), u.Pod, u.Kill)
+	st.setGrace(g)
 	return became, shortened, false
 }
 
