@@ -27,7 +27,7 @@ type podState struct {
 	// as an *Update: 48 bytes less a pod.
 	active acted
 	// released is set while the pod of an idle worker is dropped
-	// (Config.LookupPod; active.Pod is then nil): what the workers need of
+	// (Config.LookupPod; active.pod is then nil): what the workers need of
 	// it when the host no longer has it.
 	released *podStub
 	// kill holds what kill requests left for the termination (status
