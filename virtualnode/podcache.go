@@ -246,33 +246,27 @@ func (c *podCache) entryOf(obj any) (*podEntry, error) {
 }
 
 // Add implements cache.ReflectorStore: a pod created, or seen.
-func (c *podCache) Add(obj any) error { return c.put(obj) }
+func (c *podCache) Add(obj any) error {
+	return c.apply(obj, func(e *podEntry) { c.deliver(c.record(e), e) })
+}
 
 // Update implements cache.ReflectorStore: a pod changed.
-func (c *podCache) Update(obj any) error { return c.put(obj) }
-
-// put records a pod of a managed node and tells the handlers.
-func (c *podCache) put(obj any) error {
-	e, err := c.entryOf(obj)
-	if err != nil || !e.managed {
-		return err
-	}
-	c.hmu.Lock()
-	defer c.hmu.Unlock()
-	c.deliver(c.record(e), e)
-	return nil
-}
+func (c *podCache) Update(obj any) error { return c.Add(obj) }
 
 // Delete implements cache.ReflectorStore: a pod deleted from the API. The
 // handlers get its final state.
-func (c *podCache) Delete(obj any) error {
+func (c *podCache) Delete(obj any) error { return c.apply(obj, c.gone) }
+
+// apply transforms a pod the reflector gives the store and, for a pod of
+// a managed node, calls f with its entry and hmu held.
+func (c *podCache) apply(obj any, f func(*podEntry)) error {
 	e, err := c.entryOf(obj)
 	if err != nil || !e.managed {
 		return err
 	}
 	c.hmu.Lock()
 	defer c.hmu.Unlock()
-	c.gone(e)
+	f(e)
 	return nil
 }
 
