@@ -201,12 +201,12 @@ func (c *Controller) lastNode() *v1.Node {
 // wrong, as the kubelet does on every update.
 func ensureOSLabels(node *v1.Node) bool {
 	fixed := false
-	for k, v := range map[string]string{v1.LabelOSStable: goruntime.GOOS, v1.LabelArchStable: goruntime.GOARCH} {
-		if node.Labels[k] != v {
+	for _, l := range [...]struct{ key, value string }{{v1.LabelOSStable, goruntime.GOOS}, {v1.LabelArchStable, goruntime.GOARCH}} {
+		if node.Labels[l.key] != l.value {
 			if node.Labels == nil {
 				node.Labels = map[string]string{}
 			}
-			node.Labels[k] = v
+			node.Labels[l.key] = l.value
 			fixed = true
 		}
 	}

@@ -1,7 +1,6 @@
 package nodestatus
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -12,25 +11,14 @@ import (
 
 // StatusChanged reports whether status differs from old in anything but the
 // conditions' heartbeat times: the kubelet's test for "report now". The
-// order of conditions does not matter.
+// order of conditions does not matter; quantities compare by value ("1Gi"
+// and "1073741824" are equal) and empty lists equal missing ones, as in
+// equality.Semantic.
 func StatusChanged(old, status *v1.NodeStatus) bool {
 	if old == nil || status == nil {
 		return old != status
 	}
-	if conditionsChanged(old.Conditions, status.Conditions) {
-		return true
-	}
-	a, b := *old, *status // shallow copies: only Conditions is swapped out
-	a.Conditions, b.Conditions = nil, nil
-	// Equal encodings are equal statuses (the steady state, without
-	// reflection); different ones may still be equal quantities in other
-	// forms ("1Gi" and "1073741824"), which only the semantic check knows.
-	if ea, err := a.Marshal(); err == nil {
-		if eb, err := b.Marshal(); err == nil && bytes.Equal(ea, eb) {
-			return false
-		}
-	}
-	return !equality.Semantic.DeepEqual(&a, &b)
+	return conditionsChanged(old.Conditions, status.Conditions) || !statusEqual(old, status)
 }
 
 // conditionsChanged compares conditions by type, ignoring heartbeat times.

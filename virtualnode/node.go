@@ -19,10 +19,11 @@ import (
 type node struct {
 	name string
 	ctl  *nodestatus.Controller
-	// Guarded by the status loop: due is the next sync, busy while a worker
-	// has it.
+	// busy is set while a status worker has the node; due, the time of
+	// its next sync, belongs to the worker while busy and to the status
+	// loop otherwise.
 	due  time.Time
-	busy bool
+	busy atomic.Bool
 }
 
 // nodeCommon is what every node of an agent shares, read only: a

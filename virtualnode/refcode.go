@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -104,8 +105,11 @@ func commonPrefix(a string, b []byte) int {
 	return n
 }
 
-// decode appends the bytes ops rebuild to dst.
+// decode appends the bytes ops rebuild to dst, growing it once.
 func (c *refCoder) decode(dst []byte, ops string) ([]byte, error) {
+	if n, ok := c.decodedLen(ops); ok && cap(dst)-len(dst) < n {
+		dst = slices.Grow(dst, n)
+	}
 	for len(ops) > 0 {
 		v, rest, ok := uvarint(ops)
 		if !ok {
@@ -128,6 +132,34 @@ func (c *refCoder) decode(dst []byte, ops string) ([]byte, error) {
 		ops = rest
 	}
 	return dst, nil
+}
+
+// decodedLen is how many bytes ops rebuild, or false if they are not well
+// formed (decode then finds the error).
+func (c *refCoder) decodedLen(ops string) (int, bool) {
+	n := 0
+	for len(ops) > 0 {
+		v, rest, ok := uvarint(ops)
+		if !ok {
+			return 0, false
+		}
+		run := v >> 1
+		if v&1 == 0 { // literal bytes follow
+			if run > uint64(len(rest)) {
+				return 0, false
+			}
+			ops = rest[run:]
+		} else { // a range of the reference
+			if run > uint64(len(c.ref)) {
+				return 0, false
+			}
+			if _, ops, ok = uvarint(rest); !ok {
+				return 0, false
+			}
+		}
+		n += int(run)
+	}
+	return n, true
 }
 
 // uvarint reads a uvarint from the start of s.

@@ -69,17 +69,16 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	logger.Info("Starting virtual nodes", "nodes", len(a.nodes))
 	work := make(chan *node, len(a.nodes))
-	done := make(chan *node, len(a.nodes))
 	fns := []func(context.Context){
 		func(ctx context.Context) { _ = a.leases.Run(ctx) },
 		func(ctx context.Context) { _ = a.workers.Run(ctx) },
-		func(ctx context.Context) { a.loop(ctx, work, done) },
+		func(ctx context.Context) { a.loop(ctx, work) },
 	}
 	if !a.sharedPods {
 		fns = append(fns, a.cache.run)
 	}
 	for range a.cfg.StatusWorkers {
-		fns = append(fns, func(ctx context.Context) { a.statusWorker(ctx, work, done) })
+		fns = append(fns, func(ctx context.Context) { a.statusWorker(ctx, work) })
 	}
 	var apiErr error
 	if a.api != nil {
@@ -186,15 +185,17 @@ func (a *Agent) yieldToLeases(ctx context.Context) {
 }
 
 // loop ticks every second: due pods, housekeeping, and node status syncs
-// handed to the status workers.
-func (a *Agent) loop(ctx context.Context, work chan<- *node, done <-chan *node) {
+// handed to the status workers. It wakes for nothing else: a thousand
+// nodes finish a thousand syncs a period, and the workers mark them idle
+// themselves.
+func (a *Agent) loop(ctx context.Context, work chan<- *node) {
 	t := a.cfg.Clock.NewTicker(tickPeriod)
 	defer t.Stop()
 	for tick := 0; ; tick++ {
 		now := a.cfg.Clock.Now()
 		for _, n := range a.nodes {
-			if !n.busy && !now.Before(n.due) {
-				n.busy = true
+			if !n.busy.Load() && !now.Before(n.due) {
+				n.busy.Store(true)
 				work <- n // buffered for every node: never blocks
 			}
 		}
@@ -209,17 +210,7 @@ func (a *Agent) loop(ctx context.Context, work chan<- *node, done <-chan *node) 
 		select {
 		case <-ctx.Done():
 			return
-		case n := <-done:
-			n.busy = false
 		case <-t.C():
-		}
-		for drained := false; !drained; {
-			select {
-			case n := <-done:
-				n.busy = false
-			default:
-				drained = true
-			}
 		}
 	}
 }
@@ -261,7 +252,7 @@ func (a *Agent) housekeeping(ctx context.Context) {
 // statusWorker syncs node status and schedules the node's next sync:
 // every second until it is reported Ready (the kubelet's fast start-up
 // path), then every StatusUpdateFrequency.
-func (a *Agent) statusWorker(ctx context.Context, work <-chan *node, done chan<- *node) {
+func (a *Agent) statusWorker(ctx context.Context, work <-chan *node) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -279,7 +270,7 @@ func (a *Agent) statusWorker(ctx context.Context, work <-chan *node, done chan<-
 				next = notReadySyncPeriod
 			}
 			n.due = a.cfg.Clock.Now().Add(next)
-			done <- n // buffered for every node: never blocks
+			n.busy.Store(false) // hands due back to the loop
 		}
 	}
 }
