@@ -252,3 +252,45 @@ func TestStateZeroValueIsNotAState(t *testing.T) {
 		require.NotEqual(t, "unknown", st.String())
 	}
 }
+
+// TestWorkQueueStaleEntries: a pod synced again before its resync is due
+// leaves its earlier place in the queue behind; DuePods must skip it, give
+// the pod once at its new time, never give a pod forgotten since, and the
+// queue must not grow with reschedules.
+func TestWorkQueueStaleEntries(t *testing.T) {
+	r := &recordingSyncer{}
+	w, clk := newTestWorkers(t, r) // no jitter: resyncs a minute after a sync
+	ctx := context.Background()
+	a, gone := newPod("a", "pa", "1"), newPod("gone", "pg", "1")
+	apply(t, w, update(UpdateCreate, a), update(UpdateCreate, gone))
+	w.ProcessPending(ctx) // both due at +60s
+
+	clk.Step(10 * time.Second)
+	require.NoError(t, w.Resync("a"))
+	w.ProcessPending(ctx) // a: due at +70s now
+	apply(t, w, kill(gone, nil))
+	w.ProcessPending(ctx)
+	w.SyncKnownPods(ctx, sets.New[types.UID]("a")) // gone is forgotten
+	next, ok := w.NextDue()
+	require.True(t, ok)
+	require.Equal(t, 70*time.Second, next.Sub(epoch), "the stale +60s entries are not the next due")
+
+	clk.Step(50 * time.Second)
+	require.Empty(t, w.DuePods(), "at +60s: only stale entries")
+	clk.Step(10 * time.Second)
+	require.Equal(t, []types.UID{"a"}, w.DuePods())
+	require.Empty(t, w.DuePods())
+
+	for range 500 { // each sync queues a again
+		require.NoError(t, w.Resync("a"))
+		w.ProcessPending(ctx)
+	}
+	w.mu.Lock()
+	require.LessOrEqual(t, len(w.queue), 2*len(w.pods)+65, "rebuilt when mostly stale")
+	w.mu.Unlock()
+	clk.Step(time.Minute)
+	require.Equal(t, []types.UID{"a"}, w.DuePods(), "once, whatever the stale entries")
+	require.Empty(t, w.DuePods())
+	_, ok = w.NextDue()
+	require.False(t, ok)
+}

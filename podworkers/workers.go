@@ -28,6 +28,8 @@ type Workers struct {
 	waitingStatic map[string][]types.UID
 	// runnable holds pods with work and no goroutine, in FIFO order.
 	runnable []*podState
+	// queue is the work queue: the pods' resync and retry times.
+	queue dueQueue
 	// podsSynced is set by the first SyncKnownPods.
 	podsSynced bool
 
