@@ -83,7 +83,8 @@ func BenchmarkStatusComputation(b *testing.B) {
 	}
 }
 
-// BenchmarkStatusPatch is the cost of building the patch for a flip.
+// BenchmarkStatusPatch is the cost of building the patch for a flip of
+// the Ready condition, and for a periodic report (heartbeats only).
 func BenchmarkStatusPatch(b *testing.B) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	node := &v1.Node{}
@@ -93,10 +94,18 @@ func BenchmarkStatusPatch(b *testing.B) {
 	}
 	flipped := node.DeepCopy()
 	flipped.Status.Conditions[len(flipped.Status.Conditions)-1].Status = v1.ConditionFalse
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := StatusPatch(node, flipped); err != nil {
-			b.Fatal(err)
-		}
+	reported := node.DeepCopy()
+	for i := range reported.Status.Conditions {
+		reported.Status.Conditions[i].LastHeartbeatTime.Time = clk.Now().Add(5 * time.Minute)
+	}
+	for name, n := range map[string]*v1.Node{"flip": flipped, "heartbeat": reported} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := StatusPatch(node, n); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 )
 
@@ -54,7 +55,19 @@ func conditionsChanged(old, cur []v1.NodeCondition) bool {
 // ignored), with status.addresses replaced as a whole list rather than
 // merged by type (the API's merge key for addresses is wrong for a node with
 // two InternalIPs).
+//
+// The common patch, a periodic report where only the conditions' heartbeat
+// times moved, is built directly rather than by diffing the two Nodes'
+// JSON (the same bytes, a fraction of the cost).
 func StatusPatch(old, node *v1.Node) ([]byte, error) {
+	if patch, ok := heartbeatPatch(old, node); ok {
+		return patch, nil
+	}
+	return diffStatusPatch(old, node)
+}
+
+// diffStatusPatch is StatusPatch by a diff of the two Nodes' JSON.
+func diffStatusPatch(old, node *v1.Node) ([]byte, error) {
 	oldJSON, err := json.Marshal(old)
 	if err != nil {
 		return nil, fmt.Errorf("nodestatus: marshal node %q: %w", old.Name, err)
@@ -97,4 +110,45 @@ func withReplacedAddresses(patch []byte, addrs []v1.NodeAddress) ([]byte, error)
 	}
 	status["addresses"] = list
 	return json.Marshal(p)
+}
+
+// heartbeatPatch builds the status patch of two Nodes that differ in their
+// conditions' heartbeat times only; false if they differ in anything else
+// (or a heartbeat is unset).
+func heartbeatPatch(old, node *v1.Node) ([]byte, bool) {
+	if StatusChanged(&old.Status, &node.Status) || !equality.Semantic.DeepEqual(&old.ObjectMeta, &node.ObjectMeta) {
+		return nil, false
+	}
+	type typeOnly struct {
+		Type v1.NodeConditionType `json:"type"`
+	}
+	type heartbeat struct {
+		LastHeartbeatTime metav1.Time          `json:"lastHeartbeatTime"`
+		Type              v1.NodeConditionType `json:"type"`
+	}
+	var p struct {
+		Status struct {
+			Order      []typeOnly  `json:"$setElementOrder/conditions"`
+			Conditions []heartbeat `json:"conditions"`
+		} `json:"status"`
+	}
+	for i := range node.Status.Conditions {
+		c := &node.Status.Conditions[i]
+		if c.LastHeartbeatTime.IsZero() {
+			return nil, false
+		}
+		p.Status.Order = append(p.Status.Order, typeOnly{c.Type})
+		o := findCondition(old, c.Type)
+		if o == nil { // (StatusChanged found every type in old)
+			return nil, false
+		}
+		if !o.LastHeartbeatTime.Equal(&c.LastHeartbeatTime) {
+			p.Status.Conditions = append(p.Status.Conditions, heartbeat{c.LastHeartbeatTime, c.Type})
+		}
+	}
+	if len(p.Status.Conditions) == 0 {
+		return []byte("{}"), true
+	}
+	patch, err := json.Marshal(&p)
+	return patch, err == nil
 }

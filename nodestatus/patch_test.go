@@ -85,3 +85,44 @@ func TestStatusPatchGolden(t *testing.T) {
 		})
 	}
 }
+
+// TestHeartbeatPatch: where only heartbeat times moved, the patch built
+// directly is the diff's, byte for byte; anything else goes to the diff.
+func TestHeartbeatPatch(t *testing.T) {
+	later := metav1.NewTime(time.Unix(2000, 0))
+	for name, tc := range map[string]struct {
+		mutate func(*v1.Node)
+		direct bool
+	}{
+		"nothing": {func(*v1.Node) {}, true},
+		"one":     {func(n *v1.Node) { n.Status.Conditions[1].LastHeartbeatTime = later }, true},
+		"all": {func(n *v1.Node) {
+			n.Status.Conditions[0].LastHeartbeatTime, n.Status.Conditions[1].LastHeartbeatTime = later, later
+		}, true},
+		"reordered": {func(n *v1.Node) { c := n.Status.Conditions; c[0], c[1] = c[1], c[0]; c[0].LastHeartbeatTime = later }, true},
+		"status":    {func(n *v1.Node) { n.Status.Conditions[1].Status = v1.ConditionFalse }, false},
+		"capacity":  {func(n *v1.Node) { n.Status.Capacity[v1.ResourceCPU] = q("3") }, false},
+		"label":     {func(n *v1.Node) { n.Labels["x"] = "y"; n.Status.Conditions[1].LastHeartbeatTime = later }, false},
+		"annotation": {func(n *v1.Node) {
+			n.Annotations = map[string]string{"x": "y"}
+			n.Status.Conditions[1].LastHeartbeatTime = later
+		}, false},
+		"unset heartbeat": {func(n *v1.Node) { n.Status.Conditions[1].LastHeartbeatTime = metav1.Time{} }, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			old := statusNode()
+			n := old.DeepCopy()
+			tc.mutate(n)
+			direct, ok := heartbeatPatch(old, n)
+			require.Equal(t, tc.direct, ok)
+			diff, err := diffStatusPatch(old, n)
+			require.NoError(t, err)
+			if ok {
+				require.Equal(t, string(diff), string(direct))
+			}
+			patch, err := StatusPatch(old, n)
+			require.NoError(t, err)
+			require.Equal(t, string(diff), string(patch))
+		})
+	}
+}
