@@ -3,6 +3,7 @@ package podworkers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -293,4 +294,31 @@ func TestWorkQueueStaleEntries(t *testing.T) {
 	require.Empty(t, w.DuePods())
 	_, ok = w.NextDue()
 	require.False(t, ok)
+}
+
+// TestWorkQueueForgetsDeletedPods: pods deleted and forgotten leave no
+// entries behind in the work queue (they would keep the records alive
+// until their resync time).
+func TestWorkQueueForgetsDeletedPods(t *testing.T) {
+	r := &recordingSyncer{}
+	w, _ := newTestWorkers(t, r)
+	ctx := context.Background()
+	var pods []*v1.Pod
+	for i := range 1000 {
+		p := newPod(fmt.Sprintf("u%d", i), fmt.Sprintf("p%d", i), "1")
+		pods = append(pods, p)
+		apply(t, w, update(UpdateCreate, p))
+	}
+	w.ProcessPending(ctx)
+	require.Equal(t, 1000, w.dueLen())
+	for _, p := range pods {
+		apply(t, w, kill(p, nil))
+	}
+	w.ProcessPending(ctx)
+	w.SyncKnownPods(ctx, nil)
+	require.Empty(t, w.pods)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	require.LessOrEqual(t, len(w.queue), 64, "rebuilt as the pods went")
+	require.LessOrEqual(t, cap(w.queue), 4*64+64, "and its array shrunk")
 }

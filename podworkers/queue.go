@@ -1,6 +1,7 @@
 package podworkers
 
 import (
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -47,15 +48,28 @@ func (w *Workers) NextDue() (time.Time, bool) {
 func (w *Workers) setDue(st *podState, at time.Time) {
 	st.due, st.hasDue = stampAt(w.epoch, at), true
 	w.queue.push(dueEntry{due: st.due, st: st})
-	if len(w.queue) > 2*len(w.pods)+64 { // mostly stale: rebuild
-		w.queue = w.queue[:0]
-		for _, st := range w.pods {
-			if st.hasDue {
-				w.queue = append(w.queue, dueEntry{due: st.due, st: st})
-			}
-		}
-		w.queue.init()
+	w.compactQueue()
+}
+
+// compactQueue rebuilds the work queue from the pods once it is mostly
+// stale entries (reschedules, forgotten pods, whose records the entries
+// would keep alive until their time). Called with mu held, after each
+// push and each forget: the rebuilds cost amortized constant time.
+func (w *Workers) compactQueue() {
+	if len(w.queue) <= 2*len(w.pods)+64 {
+		return
 	}
+	clear(w.queue)
+	w.queue = w.queue[:0]
+	for _, st := range w.pods {
+		if st.hasDue {
+			w.queue = append(w.queue, dueEntry{due: st.due, st: st})
+		}
+	}
+	if cap(w.queue) > 4*len(w.queue)+64 {
+		w.queue = slices.Clone(w.queue)
+	}
+	w.queue.init()
 }
 
 // queued: e is the pod's current place in the work queue (the pod is due

@@ -273,6 +273,7 @@ func (w *Workers) forget(st *podState) {
 		delete(w.pods, st.uid)
 	}
 	st.hasDue = false
+	w.compactQueue()
 	st.endKill()
 	w.releaseStatic(st)
 	w.unwaitStatic(st)

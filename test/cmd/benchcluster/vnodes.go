@@ -243,7 +243,25 @@ func runVNodes(ctx context.Context, args []string) error {
 	}); err != nil {
 		return err
 	}
-	return ignoreNotFound(cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}))
+	if err := ignoreNotFound(cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})); err != nil {
+		return err
+	}
+	// Wait for the namespace controller to finish (the pods' events go
+	// with the namespace, tens of thousands for some agents): the next
+	// agent's figures must not carry this one's cleanup on a shared
+	// two-core machine.
+	for deadline := time.Now().Add(5 * time.Minute); ; {
+		_, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("namespace %s still there 5m after its deletion (err: %v)", ns, err)
+		}
+		if err := sleepCtx(ctx, time.Second); err != nil {
+			return err
+		}
+	}
 }
 
 func ignoreNotFound(err error) error {
