@@ -1,7 +1,6 @@
 package podworkers
 
 import (
-	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -51,25 +50,31 @@ func (w *Workers) setDue(st *podState, at time.Time) {
 	w.compactQueue()
 }
 
-// compactQueue rebuilds the work queue from the pods once it is mostly
-// stale entries (reschedules, forgotten pods, whose records the entries
-// would keep alive until their time). Called with mu held, after each
-// push and each forget: the rebuilds cost amortized constant time.
+// compactQueue rebuilds the work queue from the pods once a fifth of it
+// may be stale entries (reschedules; forgotten pods, whose records the
+// entries would keep alive until their time), into an array sized for
+// what is due (a burst of reschedules does not leave a large one behind).
+// Called with mu held, after each push and each forget: the rebuilds cost
+// amortized constant time per call.
 func (w *Workers) compactQueue() {
-	if len(w.queue) <= 2*len(w.pods)+64 {
+	n := len(w.pods)
+	if len(w.queue) <= n+n/4+64 {
 		return
 	}
-	clear(w.queue)
-	w.queue = w.queue[:0]
+	due := 0
 	for _, st := range w.pods {
 		if st.hasDue {
-			w.queue = append(w.queue, dueEntry{due: st.due, st: st})
+			due++
 		}
 	}
-	if cap(w.queue) > 4*len(w.queue)+64 {
-		w.queue = slices.Clone(w.queue)
+	q := make(dueQueue, 0, due+due/4+64)
+	for _, st := range w.pods {
+		if st.hasDue {
+			q = append(q, dueEntry{due: st.due, st: st})
+		}
 	}
-	w.queue.init()
+	q.init()
+	w.queue = q
 }
 
 // queued: e is the pod's current place in the work queue (the pod is due
