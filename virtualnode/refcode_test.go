@@ -55,9 +55,11 @@ func TestRefCoderRoundTrips(t *testing.T) {
 		got, err := c.decode([]byte("kept"), string(ops[6:]))
 		require.NoError(t, err)
 		require.Equal(t, "kept"+string(src), string(got), "decode appends")
-		coded := string(ops[6:])
-		require.LessOrEqual(t, testing.AllocsPerRun(10, func() { _, _ = c.decode(nil, coded) }), 1.0,
-			"decode allocates its output once")
+		if !raceEnabled {
+			coded := string(ops[6:])
+			require.LessOrEqual(t, testing.AllocsPerRun(10, func() { _, _ = c.decode(nil, coded) }), 1.0,
+				"decode allocates its output once")
+		}
 	}
 }
 
