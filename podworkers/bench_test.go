@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 )
@@ -127,18 +128,32 @@ func max64(a, b int64) int64 {
 
 // BenchmarkIdleMemory10k measures the heap held per idle pod (synced once,
 // waiting for its resync), excluding the pod objects themselves.
-func BenchmarkIdleMemory10k(b *testing.B) {
+func BenchmarkIdleMemory10k(b *testing.B) { benchIdleMemory(b, false) }
+
+// BenchmarkIdleMemoryDropped10k is BenchmarkIdleMemory10k for a host with
+// Config.LookupPod, whose idle pods the workers drop (a virtual node agent).
+func BenchmarkIdleMemoryDropped10k(b *testing.B) { benchIdleMemory(b, true) }
+
+func benchIdleMemory(b *testing.B, lookup bool) {
 	const n = 10000
 	pods := benchPods(n)
+	byUID := make(map[types.UID]*v1.Pod, n)
+	for _, p := range pods {
+		byUID[p.UID] = p
+	}
 	ctx := klog.NewContext(context.Background(), logr.Discard())
 	var perPod float64
 	for b.Loop() {
 		s := &countingSyncer{}
 		s.synced.Add(n)
+		cfg := Config{Syncer: s}
+		if lookup {
+			cfg.LookupPod = func(uid types.UID) *v1.Pod { return byUID[uid] }
+		}
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		w, err := New(Config{Syncer: s})
+		w, err := New(cfg)
 		if err != nil {
 			b.Fatal(err)
 		}

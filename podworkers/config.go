@@ -81,17 +81,20 @@ type Config struct {
 	Clock clock.PassiveClock
 	// LookupPod, if set, lets the workers drop the pod of an idle worker:
 	// after a successful sync of a running pod with nothing pending, the
-	// worker keeps only the pod's name, namespace and grace periods, and
-	// when it next needs the pod without being handed one (Resync, an
-	// orphan's termination by SyncKnownPods, a kill without a pod) it asks
-	// LookupPod for the latest pod with that UID. On a nil answer (the pod
-	// left its source) a sync is skipped, never run without the pod's spec,
-	// and a termination acts on a pod of that name, namespace, UID and
-	// grace periods only. A host that keeps pods in a compact form
-	// (virtualnode keeps them encoded) so holds no decoded pod per idle pod;
-	// it should hand the pod with every UpdatePod, a resync's included. It
-	// is called with the workers' lock held: it must be quick and must not
-	// call the Workers. Nil (the default, as the kubelet) keeps every pod.
+	// worker keeps only the pod's name, namespace and termination grace
+	// period (in its record: no allocation of its own), and when it next
+	// needs the pod without being handed one (Resync, an orphan's
+	// termination by SyncKnownPods, a kill without a pod) it asks LookupPod
+	// for the latest pod with that UID. On a nil answer (the pod left its
+	// source) a sync is skipped, never run without the pod's spec, and a
+	// termination acts on a pod of that name, namespace, UID and
+	// termination grace period only. (A pod marked for deletion is never
+	// dropped, nor one whose grace period does not fit in 32 bits.) A host
+	// that keeps pods in a compact form (virtualnode keeps them encoded) so
+	// holds no decoded pod per idle pod; it should hand the pod with every
+	// UpdatePod, a resync's included. It is called with the workers' lock
+	// held: it must be quick and must not call the Workers. Nil (the
+	// default, as the kubelet) keeps every pod.
 	LookupPod func(uid types.UID) *v1.Pod
 
 	// Recorder receives a FailedSync warning when the status barrier fails;

@@ -21,7 +21,7 @@
 // The record keeps the pod of its last update, as the kubelet does. A host
 // with very many pods that keeps them in a compact form can set
 // Config.LookupPod: an idle running pod's record then keeps only its name
-// and grace periods, and the workers ask the host for the pod when they
+// and termination grace period, and the workers ask the host for the pod when they
 // next need it without being handed one.
 //
 // Before each sync of a pod with config the worker calls the StatusBarrier

@@ -40,7 +40,7 @@ func (w *Workers) SyncKnownPods(ctx context.Context, desired sets.Set[types.UID]
 		var pod *v1.Pod
 		switch {
 		case st.hasActive:
-			pod = st.active.pod
+			pod = st.activePod()
 		case st.pending != nil:
 			pod = st.pending.Pod
 		}
@@ -48,7 +48,7 @@ func (w *Workers) SyncKnownPods(ctx context.Context, desired sets.Set[types.UID]
 		case pod != nil:
 			ws.HasConfig = true
 			ws.Static = w.cfg.IsStatic(pod)
-		case st.hasActive && st.released != nil:
+		case st.hasActive && st.released:
 			ws.HasConfig, ws.Static = true, st.releasedStatic
 		}
 		known[uid] = ws

@@ -47,7 +47,7 @@ func kept(w *Workers, uid types.UID) (*v1.Pod, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	st := w.pods[uid]
-	return st.active.pod, st.released != nil
+	return st.activePod(), st.released
 }
 
 func TestLookupPodDropsIdlePods(t *testing.T) {
@@ -132,4 +132,34 @@ func TestWithoutLookupPodPodsAreKept(t *testing.T) {
 	pod, dropped := kept(w, "p")
 	require.Same(t, p, pod)
 	require.False(t, dropped)
+}
+
+func TestLookupPodKeepsPodsItCannotDrop(t *testing.T) {
+	r := &recordingSyncer{}
+	src := &podSource{pods: map[types.UID]*v1.Pod{}}
+	w, _ := newTestWorkers(t, r, func(c *Config) { c.LookupPod = src.lookup })
+	ctx := context.Background()
+	long := newPod("long", "web", "1")
+	long.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1 << 40) // kept as it is: no 32-bit copy
+	unset := newPod("unset", "api", "1")
+	unset.Spec.TerminationGracePeriodSeconds = nil // the default applies
+	for _, p := range []*v1.Pod{long, unset} {
+		src.set(p)
+		apply(t, w, update(UpdateCreate, p))
+	}
+	w.ProcessPending(ctx)
+	r.take()
+	pod, dropped := kept(w, "long")
+	require.Same(t, long, pod)
+	require.False(t, dropped)
+	_, dropped = kept(w, "unset")
+	require.True(t, dropped)
+
+	// Terminated from what was kept of them: the long grace period intact,
+	// none for the pod that had none (the default, 30 s).
+	src.set(nil)
+	w.SyncKnownPods(ctx, sets.New[types.UID]())
+	w.ProcessPending(ctx)
+	require.ElementsMatch(t, []string{"terminating:long:1099511627776", "terminated:long",
+		"terminating:unset:30", "terminated:unset"}, r.take())
 }

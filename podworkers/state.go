@@ -12,8 +12,9 @@ import (
 
 // podState is everything the workers remember about one pod UID. All fields
 // are guarded by Workers.mu. An idle pod holds only this struct (with its
-// place in the work queue), its last update and, with Config.LookupPod, the
-// stub of its dropped pod: no goroutine, no channel, no timer.
+// place in the work queue) and its last update; with Config.LookupPod, only
+// this struct (128 bytes) and its place: no goroutine, no channel, no
+// timer.
 type podState struct {
 	uid types.UID
 
@@ -23,13 +24,17 @@ type podState struct {
 	pending *Update
 	// active accumulates what the workers have acted on (pod, mirror pod,
 	// runtime pod); it is replayed by resyncs and phase transitions. It is
-	// set (hasActive) once the pod starts. Kept in the record rather than
-	// as an *Update: 48 bytes less a pod.
-	active acted
-	// released is set while the pod of an idle worker is dropped
-	// (Config.LookupPod; active.pod is then nil): what the workers need of
-	// it when the host no longer has it.
-	released *podStub
+	// set (hasActive) once the pod starts; the pointer is nil while it
+	// holds nothing (a released pod with neither mirror nor runtime pod),
+	// so an idle pod of a LookupPod host pays no allocation for it.
+	active *acted
+	// relName and relNamespace (with relGrace, the pod's termination grace
+	// period if relGraceSet) are what the workers keep of a pod they
+	// dropped while released is set (Config.LookupPod; active.pod is then
+	// nil): what they need of it when the host no longer has it. Kept in
+	// the record, not a stub of its own: the strings are the dropped
+	// pod's, and the record stays in the 128-byte size class.
+	relName, relNamespace string
 	// kill holds what kill requests left for the termination (status
 	// func, completion channels); nil for a pod nobody killed.
 	kill *killState
@@ -44,6 +49,9 @@ type podState struct {
 	lastSync, due stamp
 	// graceSeconds (with graceSet) is the grace period in force (grace).
 	graceSeconds int64
+	// relGrace: see relName. (A pod whose grace period does not fit in 32
+	// bits is never dropped.)
+	relGrace int32
 
 	// working is true while a goroutine owns the pod or it sits in the
 	// runnable queue; at most one owner exists at a time. queued is true
@@ -67,7 +75,9 @@ type podState struct {
 	finished           bool
 	restartRequested   bool
 	observedRuntime    bool
+	released           bool // the pod was dropped: see relName
 	releasedStatic     bool // the pod released is static
+	relGraceSet        bool
 }
 
 // killState is what kill requests leave for a pod's termination.
@@ -152,9 +162,22 @@ type acted struct {
 	running *RuntimePod
 }
 
-// update returns a replay of what was acted on, as an update of type t.
-func (a *acted) update(t UpdateType) *Update {
-	return &Update{Type: t, Pod: a.pod, MirrorPod: a.mirror, RunningPod: a.running}
+// activePod returns the pod the workers keep, nil if none (not started,
+// or dropped).
+func (s *podState) activePod() *v1.Pod {
+	if s.active == nil {
+		return nil
+	}
+	return s.active.pod
+}
+
+// replay returns a replay of what was acted on, as an update of type t.
+func (s *podState) replay(t UpdateType) *Update {
+	u := &Update{Type: t}
+	if a := s.active; a != nil {
+		u.Pod, u.MirrorPod, u.RunningPod = a.pod, a.mirror, a.running
+	}
+	return u
 }
 
 // grace returns the grace period in force.
@@ -168,16 +191,17 @@ func (s *podState) setGrace(g gracePeriod) { s.graceSeconds, s.graceSet = g.seco
 // kept when the update has none. Kill options are not kept: their effect
 // lives in the grace period, status func and flags of the state.
 func (s *podState) merge(u *Update) {
-	if !s.hasActive {
-		s.active, s.hasActive = acted{}, true
+	s.hasActive = true
+	if s.active == nil {
+		s.active = &acted{}
 	}
-	a := &s.active
+	a := s.active
 	s.activeType = uint8(u.Type)
 	if a.pod == nil || u.RunningPod == nil {
 		a.pod = u.Pod
 	}
 	if a.pod != nil {
-		s.released = nil
+		s.unrelease()
 	}
 	a.running = u.RunningPod
 	if u.MirrorPod != nil {
@@ -185,40 +209,59 @@ func (s *podState) merge(u *Update) {
 	}
 }
 
-// podStub is what a worker keeps of a pod it dropped (Config.LookupPod);
-// whether it is static is podState.releasedStatic (48 bytes, not 64).
-type podStub struct {
-	name, namespace  string
-	terminationGrace *int64
-	deletionGrace    *int64
+// setPod makes p the pod the workers keep. Called with mu held.
+func (s *podState) setPod(p *v1.Pod) {
+	if s.active == nil {
+		s.active = &acted{}
+	}
+	s.active.pod = p
+	s.unrelease()
 }
 
-// release drops the pod of an idle worker, keeping its stub. Called with
-// mu held.
+// unrelease forgets what was kept of a dropped pod.
+func (s *podState) unrelease() {
+	s.released, s.releasedStatic, s.relGraceSet = false, false, false
+	s.relName, s.relNamespace, s.relGrace = "", "", 0
+}
+
+// release drops the pod of an idle worker, keeping its name, namespace and
+// termination grace period. A pod marked for deletion (never idle: it is
+// terminating) or whose grace period does not fit in 32 bits is kept.
+// Called with mu held.
 func (s *podState) release(static bool) {
-	p := s.active.pod
-	if !s.hasActive || p == nil {
+	p := s.activePod()
+	if !s.hasActive || p == nil || p.DeletionGracePeriodSeconds != nil {
 		return
 	}
-	s.released = &podStub{name: p.Name, namespace: p.Namespace,
-		terminationGrace: p.Spec.TerminationGracePeriodSeconds, deletionGrace: p.DeletionGracePeriodSeconds}
-	s.releasedStatic = static
-	s.active.pod = nil
+	g := p.Spec.TerminationGracePeriodSeconds
+	if g != nil && int64(int32(*g)) != *g {
+		return
+	}
+	s.relName, s.relNamespace, s.released, s.releasedStatic = p.Name, p.Namespace, true, static
+	if s.relGraceSet = g != nil; g != nil {
+		s.relGrace = int32(*g)
+	}
+	a := s.active
+	a.pod = nil
+	if a.mirror == nil && a.running == nil {
+		s.active = nil
+	}
 }
 
 // hasPod reports whether the worker has a pod, kept or dropped.
 func (s *podState) hasPod() bool {
-	return s.hasActive && (s.active.pod != nil || s.released != nil)
+	return s.hasActive && (s.released || s.activePod() != nil)
 }
 
 // pod returns the worker's pod: the one it keeps, or for a dropped one the
-// latest from lookup, or a pod built from its stub. Called with mu held.
+// latest from lookup, or a pod built from what was kept of it. Called with
+// mu held.
 func (s *podState) pod(lookup func(types.UID) *v1.Pod) *v1.Pod {
 	switch {
 	case !s.hasActive:
 		return nil
-	case s.active.pod != nil || s.released == nil:
-		return s.active.pod
+	case !s.released:
+		return s.activePod()
 	}
 	if p := lookup(s.uid); p != nil && p.UID == s.uid {
 		return p
@@ -227,12 +270,13 @@ func (s *podState) pod(lookup func(types.UID) *v1.Pod) *v1.Pod {
 }
 
 // stub builds a pod from what a worker kept of the pod it dropped: its
-// name, namespace, UID and grace periods. Called with mu held.
+// name, namespace, UID and termination grace period. Called with mu held.
 func (s *podState) stub() *v1.Pod {
-	r := s.released
-	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: r.name, Namespace: r.namespace, UID: s.uid,
-		DeletionGracePeriodSeconds: r.deletionGrace}}
-	p.Spec.TerminationGracePeriodSeconds = r.terminationGrace
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: s.relName, Namespace: s.relNamespace, UID: s.uid}}
+	if s.relGraceSet {
+		g := int64(s.relGrace)
+		p.Spec.TerminationGracePeriodSeconds = &g
+	}
 	return p
 }
 
@@ -240,13 +284,13 @@ func (s *podState) stub() *v1.Pod {
 // for a sync. It reports false, changing nothing, if lookup no longer has
 // the pod. Called with mu held.
 func (s *podState) hydrate(lookup func(types.UID) *v1.Pod) bool {
-	if !s.hasActive || s.active.pod != nil || s.released == nil {
+	if !s.hasActive || !s.released {
 		return true
 	}
 	p := lookup(s.uid)
 	if p == nil || p.UID != s.uid {
 		return false
 	}
-	s.active.pod, s.released = p, nil
+	s.setPod(p)
 	return true
 }

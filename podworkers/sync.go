@@ -71,7 +71,7 @@ func (w *Workers) begin(ctx context.Context, st *podState) *unit {
 			st.working = false
 			return nil
 		}
-		st.active.pod, st.released = st.stub(), nil // to terminate it
+		st.setPod(st.stub()) // to terminate it
 	}
 	if work == StateTerminating && !st.startedTerminating {
 		logger.V(4).Info("Pod worker has observed request to terminate")
@@ -81,7 +81,7 @@ func (w *Workers) begin(ctx context.Context, st *podState) *unit {
 	st.cancel = cancel
 	return &unit{
 		st: st, ctx: uctx, cancel: cancel, logger: logger, work: work,
-		typ: upd.Type, pod: st.active.pod, mirror: st.active.mirror, runtime: upd.RunningPod,
+		typ: upd.Type, pod: st.active.pod, mirror: st.active.mirror, runtime: upd.RunningPod, // (merge set active)
 		grace: st.graceSeconds, status: st.statusFn(), after: st.lastSync.time(w.epoch), start: upd.StartTime,
 	}
 }
@@ -195,15 +195,15 @@ func (w *Workers) finish(u *unit, terminal bool, err error) bool {
 		u.logger.V(4).Info("Pod is terminal")
 		if !st.terminationRequested() {
 			st.terminating = true
-			g, _ := effectiveGracePeriod(st.grace(), st.active.pod, nil)
+			g, _ := effectiveGracePeriod(st.grace(), st.activePod(), nil)
 			st.setGrace(g)
 		}
 		st.startedTerminating = true
 		transition = true
 	default:
 		w.setDue(st, now.Add(jitter(w.cfg.ResyncInterval, w.cfg.ResyncJitter, w.cfg.Rand())))
-		if w.cfg.LookupPod != nil && st.pending == nil && st.hasActive && st.active.pod != nil {
-			st.release(w.cfg.IsStatic(st.active.pod))
+		if p := st.activePod(); w.cfg.LookupPod != nil && st.pending == nil && p != nil {
+			st.release(w.cfg.IsStatic(p))
 		}
 	}
 	if transition {
@@ -263,7 +263,7 @@ func (w *Workers) requeueLast(st *podState) {
 	if st.pending != nil || !st.hasActive {
 		return
 	}
-	st.pending = st.active.update(UpdateType(st.activeType))
+	st.pending = st.replay(UpdateType(st.activeType))
 	w.schedule(st)
 }
 

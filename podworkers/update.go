@@ -186,7 +186,7 @@ func (w *Workers) Resync(uid types.UID) error {
 		return nil
 	}
 	if st.pending == nil && st.hasActive {
-		st.pending = st.active.update(UpdateSync)
+		st.pending = st.replay(UpdateSync)
 	}
 	if st.pending != nil {
 		w.schedule(st)
