@@ -139,7 +139,8 @@ func BenchmarkOwnedStatusPatch(b *testing.B) {
 
 // BenchmarkPodCacheMemory10k measures the heap the pod cache holds per pod
 // at rest: 10,000 pods of make bench-cluster's shape on 1,000 nodes, in
-// the cache's records.
+// the cache's records, each seen first as created (Pending), then
+// running.
 func BenchmarkPodCacheMemory10k(b *testing.B) {
 	const n, nodes = 10000, 1000
 	var perPod float64
@@ -148,6 +149,14 @@ func BenchmarkPodCacheMemory10k(b *testing.B) {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		c := newPodCache(Config{Client: clientset.Wrap(fake.NewClientset()), TrimPodStatus: true}, func(string) bool { return true })
+		for i := range n {
+			created := benchPodN(i, nodes)
+			created.ResourceVersion = strconv.Itoa(i)
+			created.Status = v1.PodStatus{Phase: v1.PodPending, QOSClass: v1.PodQOSBestEffort}
+			if err := c.Add(created); err != nil {
+				b.Fatal(err)
+			}
+		}
 		for i := range n {
 			if err := c.Add(benchPodN(i, nodes)); err != nil {
 				b.Fatal(err)

@@ -94,19 +94,23 @@ func FuzzRefCoder(f *testing.F) {
 	})
 }
 
-func TestPodCacheDecodesPodsCodedAgainstTheFirst(t *testing.T) {
+func TestPodCacheDecodesPodsCodedAgainstTheFirstOfTheirPhase(t *testing.T) {
 	c := newPodCache(Config{Client: clientset.Wrap(fake.NewClientset())}, func(string) bool { return true })
 	different := benchPodN(7, 3)
 	different.Labels = map[string]string{"app": "web", "tier": "front"}
 	different.Spec.Containers = append(different.Spec.Containers, v1.Container{Name: "sidecar", Image: "example.com/proxy:v2",
 		Args: []string{"--listen", ":8080"}})
 	different.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
-	pods := []*v1.Pod{benchPodN(0, 3), benchPodN(1, 3), different, benchPodN(2, 3)}
-	var coder *refCoder
+	pending := benchPodN(4, 3)
+	pending.Status = v1.PodStatus{Phase: v1.PodPending, QOSClass: v1.PodQOSBestEffort}
+	succeeded := benchPodN(5, 3)
+	succeeded.Status.Phase = v1.PodSucceeded
+	pods := []*v1.Pod{benchPodN(0, 3), benchPodN(1, 3), pending, different, succeeded, benchPodN(2, 3)}
+	var running *refCoder
 	for i, p := range pods {
 		e := putPod(t, c, p)
 		if i == 0 {
-			coder = c.coder.Load()
+			running = c.coders[phaseSlot(v1.PodRunning)].Load()
 		}
 		want, err := p.Marshal()
 		require.NoError(t, err)
@@ -114,7 +118,12 @@ func TestPodCacheDecodesPodsCodedAgainstTheFirst(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, want, got, "pod %s decodes to itself", p.Name)
 	}
-	require.Same(t, coder, c.coder.Load(), "one reference, the first pod's")
+	require.Same(t, running, c.coders[phaseSlot(v1.PodRunning)].Load(), "one reference for running pods, the first one's")
+	for _, phase := range []v1.PodPhase{v1.PodPending, v1.PodSucceeded} {
+		require.NotNil(t, c.coders[phaseSlot(phase)].Load(), "a reference of its own for %s pods", phase)
+		require.NotSame(t, running, c.coders[phaseSlot(phase)].Load())
+	}
+	require.Nil(t, c.coders[phaseSlot(v1.PodFailed)].Load(), "no reference before a pod in that phase")
 }
 
 func TestPodCacheEntriesOfAPodShareItsNameAndUID(t *testing.T) {
