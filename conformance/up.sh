@@ -16,7 +16,8 @@
 # (defaults true / [pods]; false makes the v1.36.3 kubelet panic on in-place resize).
 # e.g. NODE_AGENT_CMD='exec /path/to/agent --kubeconfig "$NODE_KUBECONFIG" --node-name "$NODE_NAME" \
 #        --runtime-endpoint "$CRI_ENDPOINT"' ./up.sh
-# KUBELET_EXTRA_ARGS adds flags to the default kubelet command line.
+# KUBELET_EXTRA_ARGS adds flags to the default kubelet command line; APISERVER_EXTRA_ARGS to the
+# kube-apiserver's (e.g. KWOK's CI settings, see hack/bench-cluster.sh).
 # CSI_DRIVER=1 also starts the harness's CSI driver (csi.nodekit.io) on the host.
 # JOIN=1 (see common.sh) starts the node the way nodes join a cluster: the agent gets a
 # bootstrap kubeconfig (BOOTSTRAP_KUBECONFIG, a bootstrap token), the path to write its
@@ -62,7 +63,7 @@ start_bg kube-apiserver "$BIN/kube-apiserver" \
   --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
   --kubelet-preferred-address-types=InternalIP,Hostname \
   $( [ "$JOIN" = 1 ] && echo "--enable-bootstrap-token-auth --kubelet-certificate-authority=$PKI/ca.crt" ) \
-  --profiling=false --v=1
+  --profiling=false --v=1 ${APISERVER_EXTRA_ARGS:-}
 wait_for kube-apiserver 120 curl -sf --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "$APISERVER_URL/readyz"
 
 # ---------------------------------------------------------------- controller-manager, scheduler
