@@ -3,6 +3,8 @@ package kubeclient
 import (
 	"fmt"
 	"net/http"
+	"net/url"
+	"reflect"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -69,7 +71,7 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Client, er
 		}
 		return rc, nil
 	}
-	cl := &Client{params: runtime.NewParameterCodec(scheme)}
+	cl := &Client{params: paramCodec{runtime.NewParameterCodec(scheme)}}
 	var err error
 	if cl.core, err = restClient("/api", v1.SchemeGroupVersion); err != nil {
 		return nil, err
@@ -117,4 +119,23 @@ func (c *Client) SubjectAccessReviews() SubjectAccessReviewInterface {
 	return gentype.NewClient[*authorizationv1.SubjectAccessReview]("subjectaccessreviews", c.authz, c.params, "",
 		func() *authorizationv1.SubjectAccessReview { return &authorizationv1.SubjectAccessReview{} },
 		gentype.PrefersProtobuf[*authorizationv1.SubjectAccessReview]())
+}
+
+// paramCodec encodes request options as query parameters. The options the
+// node-path blocks send with nearly every request (a lease renewal's
+// UpdateOptions, a status patch's PatchOptions, a read's GetOptions) are
+// empty, and encode to no parameter: those skip the scheme's conversion
+// (2% of a virtual node agent's steady CPU); any other goes to the scheme's
+// codec.
+type paramCodec struct{ runtime.ParameterCodec }
+
+// EncodeParameters implements runtime.ParameterCodec.
+func (c paramCodec) EncodeParameters(obj runtime.Object, to schema.GroupVersion) (url.Values, error) {
+	switch obj.(type) {
+	case *metav1.GetOptions, *metav1.CreateOptions, *metav1.UpdateOptions, *metav1.PatchOptions:
+		if v := reflect.ValueOf(obj); !v.IsNil() && v.Elem().IsZero() {
+			return url.Values{}, nil
+		}
+	}
+	return c.ParameterCodec.EncodeParameters(obj, to)
 }
