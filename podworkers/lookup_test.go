@@ -50,10 +50,17 @@ func kept(w *Workers, uid types.UID) (*v1.Pod, bool) {
 	return st.activePod(), st.released
 }
 
-func TestLookupPodDropsIdlePods(t *testing.T) {
+// newLookupWorkers returns workers whose LookupPod reads an empty pod
+// source, with their recording syncer.
+func newLookupWorkers(t *testing.T) (*recordingSyncer, *podSource, *Workers) {
 	r := &recordingSyncer{}
 	src := &podSource{pods: map[types.UID]*v1.Pod{}}
 	w, _ := newTestWorkers(t, r, func(c *Config) { c.LookupPod = src.lookup })
+	return r, src, w
+}
+
+func TestLookupPodDropsIdlePods(t *testing.T) {
+	r, src, w := newLookupWorkers(t)
 	ctx := context.Background()
 	version := func(rv string) *v1.Pod {
 		p := newPod("p", "web", rv)
@@ -105,9 +112,7 @@ func TestLookupPodDropsIdlePods(t *testing.T) {
 }
 
 func TestLookupPodRuntimeKillOfDroppedPod(t *testing.T) {
-	r := &recordingSyncer{}
-	src := &podSource{pods: map[types.UID]*v1.Pod{}}
-	w, _ := newTestWorkers(t, r, func(c *Config) { c.LookupPod = src.lookup })
+	r, src, w := newLookupWorkers(t)
 	ctx := context.Background()
 	p := newPod("p", "web", "1")
 	src.set(p)
@@ -135,9 +140,7 @@ func TestWithoutLookupPodPodsAreKept(t *testing.T) {
 }
 
 func TestLookupPodKeepsPodsItCannotDrop(t *testing.T) {
-	r := &recordingSyncer{}
-	src := &podSource{pods: map[types.UID]*v1.Pod{}}
-	w, _ := newTestWorkers(t, r, func(c *Config) { c.LookupPod = src.lookup })
+	r, src, w := newLookupWorkers(t)
 	ctx := context.Background()
 	long := newPod("long", "web", "1")
 	long.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1 << 40) // kept as it is: no 32-bit copy

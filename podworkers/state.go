@@ -75,7 +75,7 @@ type podState struct {
 	finished           bool
 	restartRequested   bool
 	observedRuntime    bool
-	released           bool // the pod was dropped: see relName
+	released           bool // the pod was dropped (implies hasActive): see relName
 	releasedStatic     bool // the pod released is static
 	relGraceSet        bool
 }
@@ -230,7 +230,7 @@ func (s *podState) unrelease() {
 // Called with mu held.
 func (s *podState) release(static bool) {
 	p := s.activePod()
-	if !s.hasActive || p == nil || p.DeletionGracePeriodSeconds != nil {
+	if p == nil || p.DeletionGracePeriodSeconds != nil {
 		return
 	}
 	g := p.Spec.TerminationGracePeriodSeconds
@@ -250,17 +250,14 @@ func (s *podState) release(static bool) {
 
 // hasPod reports whether the worker has a pod, kept or dropped.
 func (s *podState) hasPod() bool {
-	return s.hasActive && (s.released || s.activePod() != nil)
+	return s.released || s.activePod() != nil
 }
 
 // pod returns the worker's pod: the one it keeps, or for a dropped one the
 // latest from lookup, or a pod built from what was kept of it. Called with
 // mu held.
 func (s *podState) pod(lookup func(types.UID) *v1.Pod) *v1.Pod {
-	switch {
-	case !s.hasActive:
-		return nil
-	case !s.released:
+	if !s.released {
 		return s.activePod()
 	}
 	if p := lookup(s.uid); p != nil && p.UID == s.uid {
@@ -284,7 +281,7 @@ func (s *podState) stub() *v1.Pod {
 // for a sync. It reports false, changing nothing, if lookup no longer has
 // the pod. Called with mu held.
 func (s *podState) hydrate(lookup func(types.UID) *v1.Pod) bool {
-	if !s.hasActive || !s.released {
+	if !s.released {
 		return true
 	}
 	p := lookup(s.uid)
