@@ -131,7 +131,10 @@ func TestRunBootstrapsThenRotates(t *testing.T) {
 	boot := filepath.Join(dir, "bootstrap.kubeconfig")
 	writeKubeconfig(t, boot, server, ca.pem, "abcdef.0123456789abcdef", "", "")
 	signer := newFakeSigner(t, ca)
-	lifetimes := []time.Duration{2 * time.Second, time.Hour}
+	// The first certificate lives 5 s: client-go rotates it after 70–90%
+	// of that, and a certificate that expired first is bootstrapped again
+	// with the token (with 2 s, a loaded CI machine got there).
+	lifetimes := []time.Duration{5 * time.Second, time.Hour}
 	signer.decide = func(csr *certificatesv1.CertificateSigningRequest) (time.Duration, bool) {
 		signer.mu.Lock()
 		defer signer.mu.Unlock()
@@ -173,7 +176,7 @@ func TestRunBootstrapsThenRotates(t *testing.T) {
 	require.Eventually(t, func() bool {
 		cur := c.Current()
 		return cur != nil && cur.Leaf.NotAfter.Sub(cur.Leaf.NotBefore) == time.Hour
-	}, 30*time.Second, 20*time.Millisecond, "the 2s certificate is rotated")
+	}, 30*time.Second, 20*time.Millisecond, "the short-lived certificate is rotated")
 	assert.Equal(t, 2, signer.requests())
 	signer.mu.Lock()
 	last := signer.configs[len(signer.configs)-1]
