@@ -17,7 +17,9 @@
 # e.g. NODE_AGENT_CMD='exec /path/to/agent --kubeconfig "$NODE_KUBECONFIG" --node-name "$NODE_NAME" \
 #        --runtime-endpoint "$CRI_ENDPOINT"' ./up.sh
 # KUBELET_EXTRA_ARGS adds flags to the default kubelet command line; APISERVER_EXTRA_ARGS to the
-# kube-apiserver's (e.g. KWOK's CI settings, see hack/bench-cluster.sh).
+# kube-apiserver's, CONTROLLER_MANAGER_EXTRA_ARGS to the controller-manager's (e.g. KWOK's CI
+# settings, see hack/bench-cluster.sh); KUBE_SCHEDULER=0 leaves the scheduler out (pods then need
+# spec.nodeName).
 # CSI_DRIVER=1 also starts the harness's CSI driver (csi.nodekit.io) on the host.
 # JOIN=1 (see common.sh) starts the node the way nodes join a cluster: the agent gets a
 # bootstrap kubeconfig (BOOTSTRAP_KUBECONFIG, a bootstrap token), the path to write its
@@ -76,8 +78,8 @@ start_bg kube-controller-manager "$BIN/kube-controller-manager" \
   --use-service-account-credentials=true --controllers='*,bootstrapsigner,tokencleaner' \
   --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
   --service-cluster-ip-range="$SERVICE_CIDR" --profiling=false --v=1 \
-  $( [ "$JOIN" = 1 ] && echo "--cluster-signing-duration=${JOIN_CERT_DURATION:-20m}" )
-start_bg kube-scheduler "$BIN/kube-scheduler" \
+  $( [ "$JOIN" = 1 ] && echo "--cluster-signing-duration=${JOIN_CERT_DURATION:-20m}" ) ${CONTROLLER_MANAGER_EXTRA_ARGS:-}
+[ "${KUBE_SCHEDULER:-1}" = 0 ] || start_bg kube-scheduler "$BIN/kube-scheduler" \
   --kubeconfig="$STATE/scheduler.kubeconfig" \
   --authentication-kubeconfig="$STATE/scheduler.kubeconfig" \
   --authorization-kubeconfig="$STATE/scheduler.kubeconfig" \

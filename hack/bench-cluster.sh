@@ -12,7 +12,9 @@
 #     kube-apiserver: $VNODES nodes and $VPODS pods under each in turn, $VSTEADY of steady state.
 #  3. (PARTS=kwokci, not in the default) KWOK's own CI benchmark shape for both: $CINODES nodes
 #     (5,000), $CIPODS pods (10,000) created 64 at a time on one node, then deleted with their
-#     grace period and timed until every one is gone.
+#     grace period and timed until every one is gone; on a fresh cluster set up as kwokctl sets up
+#     KWOK's CI cluster (API server flags, no scheduler, heartbeats CI_HEARTBEAT_FACTOR times the
+#     kubelet's intervals).
 #
 # Each part runs RUNS times (default 3), the agents interleaved (kubelet, nodekit, kubelet, …), and
 # the report gives the median of each figure and the median and range of the per-run ratios.
@@ -22,6 +24,9 @@
 # Results: $OUT/*.json and $OUT/report.md (the README's tables). The cluster is left down.
 # Settings (env): CONFORMANCE_DIR STATE OUT PODS STEADY VNODES VPODS VSTEADY CINODES CIPODS RUNS RATE
 #   CI_APISERVER_ARGS (the API server's flags for PARTS=kwokci; default KWOK's CI's, set empty for none)
+#   CI_HEARTBEAT_FACTOR (PARTS=kwokci: node lease duration 40 s, status update 10 s and the
+#   controller-manager's node monitor grace period 40 s and period 5 s times this; default 5,
+#   kwokctl's --heartbeat-factor default, which KWOK's CI runs with; 1 for the kubelet's)
 #   PARTS (default "agents vnodes") AGENTS (default "kubelet nodekit") VAGENTS (default "virtualnodes kwok")
 #   VNODES_EXTRA AGENT_EXTRA (more flags for virtualnodes, the reference agent)
 #   VNODES_WRAP (a prefix of virtualnodes' many-node command, e.g. "env GODEBUG=memprofilerate=1 "
@@ -38,6 +43,7 @@ VSTEADY=${VSTEADY:-3m}
 CINODES=${CINODES:-5000}
 CIPODS=${CIPODS:-10000}
 CI_APISERVER_ARGS=${CI_APISERVER_ARGS---max-requests-inflight=0 --max-mutating-requests-inflight=0 --enable-priority-and-fairness=false}
+CI_HEARTBEAT_FACTOR=${CI_HEARTBEAT_FACTOR:-5}
 RUNS=${RUNS:-3}
 RATE=${RATE:-5}
 PARTS=${PARTS:-agents vnodes}
@@ -135,24 +141,32 @@ if [[ " $PARTS " == *" vnodes "* ]]; then
   done
 fi
 if [[ " $PARTS " == *" kwokci "* ]]; then
-  # KWOK's CI creates its cluster with kwokctl --disable-qps-limits: the API server without
-  # in-flight limits or priority and fairness (CI_APISERVER_ARGS, empty for this cluster's
-  # defaults). A fresh cluster with those flags.
-  log "== starting the cluster for KWOK's CI shape (API server flags: ${CI_APISERVER_ARGS:-none})"
+  # KWOK's CI creates its cluster with kwokctl --disable-qps-limits --disable-kube-scheduler and
+  # kwokctl's default --heartbeat-factor 5: the API server without in-flight limits or priority
+  # and fairness (CI_APISERVER_ARGS, empty for this cluster's defaults), no scheduler, node
+  # leases of 200 s renewed every 50 s, node status every 50 s, and a controller-manager that
+  # waits 200 s for a node's heartbeat (CI_HEARTBEAT_FACTOR). A fresh cluster set up so.
+  f=$CI_HEARTBEAT_FACTOR
+  [[ "$f" =~ ^[1-9][0-9]*$ ]] || die "CI_HEARTBEAT_FACTOR=$f: want a positive integer"
+  log "== starting the cluster for KWOK's CI shape (API server flags: ${CI_APISERVER_ARGS:-none}; heartbeat factor $f)"
   "$CONFORMANCE_DIR/down.sh" --purge > "$OUT/kwokci-down.log" 2>&1 || true
-  APISERVER_EXTRA_ARGS="$CI_APISERVER_ARGS" "$CONFORMANCE_DIR/up.sh" > "$OUT/kwokci-up.log" 2>&1 || die "cluster did not come up"
-  ci=(--nodes "$CINODES" --pods "$CIPODS" --pods-on-one-node --create-parallel 64 --timed-delete --settle 5s --steady 30s)
+  APISERVER_EXTRA_ARGS="$CI_APISERVER_ARGS" KUBE_SCHEDULER=0 \
+    CONTROLLER_MANAGER_EXTRA_ARGS="--node-monitor-grace-period=$((40 * f))s --node-monitor-period=$((5 * f))s" \
+    "$CONFORMANCE_DIR/up.sh" > "$OUT/kwokci-up.log" 2>&1 || die "cluster did not come up"
+  # No counting proxy between the program and the API server (--direct): KWOK's CI has none, and
+  # on 2 cores its second TLS hop takes a quarter of a core from the API server.
+  ci=(--nodes "$CINODES" --pods "$CIPODS" --pods-on-one-node --create-parallel 64 --timed-delete --settle 5s --steady 30s --direct)
   for run in $(seq 1 "$RUNS"); do
   if [[ " $VAGENTS " == *" virtualnodes "* ]]; then
   log "== virtualnodes, KWOK's CI shape (run $run): $CINODES nodes, $CIPODS pods on one node"
   "$B" vnodes --kubeconfig "$ADMIN_KUBECONFIG" --name virtualnodes --version "$NODEKIT_VERSION" --work-dir "$OUT" \
-    --command "$OUT/bin/virtualnodes --kubeconfig \$KUBECONFIG --nodes $CINODES --pods $CIPODS --qps 1000 --node-prefix bvn- --port 0 --ready-delay 0s ${VNODES_EXTRA:-}" \
+    --command "$OUT/bin/virtualnodes --kubeconfig \$KUBECONFIG --nodes $CINODES --pods $CIPODS --qps 1000 --node-prefix bvn- --port 0 --ready-delay 0s --node-lease-duration-seconds $((40 * f)) --node-status-update-frequency $((10 * f))s ${VNODES_EXTRA:-}" \
     --node-prefix bvn- --node-selector virtualnodes.nodekit.io/virtual=true "${ci[@]}" --out "$OUT/kwokci-virtualnodes-$run.json"
   fi
   if [[ " $VAGENTS " == *" kwok "* ]]; then
   log "== KWOK, its CI shape (run $run): $CINODES nodes, $CIPODS pods on one node"
   "$B" vnodes --kubeconfig "$ADMIN_KUBECONFIG" --name kwok --version "$KWOK_VERSION" --work-dir "$OUT" --create-nodes \
-    --command "$OUT/bin/kwok --kubeconfig \$KUBECONFIG --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake --config $OUT/kwok-stages.yaml --node-lease-duration-seconds 40" \
+    --command "$OUT/bin/kwok --kubeconfig \$KUBECONFIG --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake --config $OUT/kwok-stages.yaml --node-lease-duration-seconds $((40 * f))" \
     --node-prefix bkw- --node-selector type=kwok "${ci[@]}" --out "$OUT/kwokci-kwok-$run.json"
   fi
   done

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,12 +16,22 @@ import (
 // client, the way the kubelet builds one: requests time out after timeout
 // (use the renew interval, 10s by default, so a hung connection cannot
 // swallow a lease's grace period) and client-side rate limiting is off, so
-// heartbeats never queue behind the main client's traffic.
+// heartbeats never queue behind the main client's traffic. The copy also
+// gets a connection of its own: client-go shares one transport, and so one
+// HTTP/2 connection, among configs with the same TLS settings, and a
+// connection carries at most the server's stream limit of requests at once
+// (250 with Go's server); an agent with that many pod requests in flight
+// would otherwise make its renewals wait for a free stream. (A config with
+// a Proxy function gets a transport of its own; base's Proxy, or the
+// environment's proxy settings as before, is kept.)
 func HeartbeatRESTConfig(base *rest.Config, timeout time.Duration) *rest.Config {
 	cfg := rest.CopyConfig(base)
 	cfg.Timeout = timeout
 	cfg.QPS = -1
 	cfg.RateLimiter = nil
+	if cfg.Proxy == nil && cfg.Transport == nil {
+		cfg.Proxy = http.ProxyFromEnvironment
+	}
 	return cfg
 }
 

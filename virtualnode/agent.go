@@ -32,9 +32,11 @@ type Agent struct {
 		events uint64
 		at     time.Time
 	}
-	syncer  *syncer
-	running atomic.Bool
-	started time.Time // when Run started: the nodes' stats start time
+	syncer *syncer
+	// lagLimit: pod writes wait while a renewal is this overdue.
+	lagLimit time.Duration
+	running  atomic.Bool
+	started  time.Time // when Run started: the nodes' stats start time
 	// dispatch serialises the cache's pod deliveries with housekeeping,
 	// as the kubelet's one sync loop goroutine does: a pod delivered between
 	// housekeeping's snapshot of the cache and its SyncKnownPods would
@@ -58,7 +60,7 @@ func newAgent(cfg Config, pods *podCache) (*Agent, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, managed: make(map[string]int, len(cfg.Nodes))}
+	a := &Agent{cfg: cfg, managed: make(map[string]int, len(cfg.Nodes)), lagLimit: lagLimit(cfg.LeaseDuration)}
 	for i, name := range cfg.Nodes {
 		a.managed[name] = i
 	}

@@ -14,10 +14,13 @@
 //     mode: one timer, a pool of LeaseWorkers, first renewals spread over the
 //     renew interval, and the leases due within LeaseBatchWindow renewed
 //     together, early rather than one wake-up each). Heartbeats go first:
-//     while a renewal is more than 2s overdue (the API server is too busy
-//     for them), pod status patches and deletions wait, up to 10s each, as
-//     API priority and fairness would give kubelets' heartbeats their own
-//     share and one credential for many nodes does not.
+//     while a renewal is more than a fifth of the renew interval overdue
+//     (2s with a 40s lease; the API server is too busy for them), pod
+//     status patches and deletions wait, up to 10s each, as API priority
+//     and fairness would give kubelets' heartbeats their own share and one
+//     credential for many nodes does not; and the HeartbeatClient built
+//     with lease.HeartbeatRESTConfig has a connection of its own, so
+//     renewals never wait for a free HTTP/2 stream behind pod requests.
 //   - Status: one nodestatus.Controller per node, with a short setter list:
 //     fixed capacity (MachineInfo), GoRuntime, address and version info, the
 //     three pressure conditions (always False) and Ready, whose runtime

@@ -112,9 +112,9 @@ func TestPodWritesYieldToOverdueLeases(t *testing.T) {
 
 	// The lease is overdue (Run is not renewing it): a write waits, at most
 	// maxYield.
-	clk.Step(time.Second + leaseLagLimit + time.Millisecond)
+	clk.Step(time.Second + 2*time.Second + time.Millisecond) // a fifth of the 10s renew interval
 	done := returned()
-	for clk.Now().Before(t0.Add(time.Second + leaseLagLimit + maxYield)) {
+	for clk.Now().Before(t0.Add(time.Second + 2*time.Second + maxYield)) {
 		require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond)
 		select {
 		case <-done:
@@ -131,4 +131,17 @@ func TestPodWritesYieldToOverdueLeases(t *testing.T) {
 	require.NoError(t, a.leases.Renew(ctx, "vn-0"))
 	clk.Step(yieldPoll)
 	<-done
+}
+
+// TestLagLimitIsAFifthOfTheRenewInterval: a longer lease lets the renewals
+// fall further behind before pod writes wait.
+func TestLagLimitIsAFifthOfTheRenewInterval(t *testing.T) {
+	for _, c := range []struct{ lease, want time.Duration }{
+		{0, 2 * time.Second}, {40 * time.Second, 2 * time.Second}, {200 * time.Second, 10 * time.Second},
+	} {
+		a, err := New(Config{Client: clientset.Wrap(fake.NewClientset()), Provider: &statusProvider{}, Nodes: []string{"vn-0"},
+			LeaseDuration: c.lease})
+		require.NoError(t, err)
+		require.Equal(t, c.want, a.lagLimit, "lease %v", c.lease)
+	}
 }

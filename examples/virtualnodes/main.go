@@ -63,6 +63,8 @@ func run() error {
 		api                        virtualnode.APIConfig
 		shards, gcPercent          int
 		identity                   string
+		leaseSeconds               int
+		statusFrequency            time.Duration
 	)
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig (default: in-cluster config or $KUBECONFIG)")
 	fs.IntVar(&nodes, "nodes", 10, "number of virtual nodes")
@@ -72,6 +74,8 @@ func run() error {
 	fs.IntVar(&pods, "pods", virtualnode.DefaultPods, "pod capacity of each node")
 	fs.DurationVar(&readyDelay, "ready-delay", time.Second, "time from a pod's creation to Running and Ready")
 	fs.DurationVar(&stopDelay, "stop-delay", 0, "time containers take to stop after SIGTERM (cut at the grace period)")
+	fs.IntVar(&leaseSeconds, "node-lease-duration-seconds", 40, "duration of each node's Lease, renewed every quarter of it (the kubelet's nodeLeaseDurationSeconds; the control plane's --node-monitor-grace-period must not be shorter)")
+	fs.DurationVar(&statusFrequency, "node-status-update-frequency", 10*time.Second, "how often each node's status is computed (patched on change, else every 5 minutes; the kubelet's nodeStatusUpdateFrequency)")
 	fs.Float64Var(&qps, "qps", 200, "API requests per second for pod traffic (heartbeats are not limited)")
 	fs.StringVar(&nodeIP, "node-ip", "", "InternalIP of every node, where the API server reaches the kubelet API (default: one address per node from 172.16.0.0/12, not routable)")
 	fs.StringVar(&address, "address", "0.0.0.0", "IP address the kubelet API listens on")
@@ -106,6 +110,12 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("--memory: %w", err)
 	}
+	if leaseSeconds <= 0 {
+		return fmt.Errorf("--node-lease-duration-seconds %d must be positive", leaseSeconds)
+	}
+	if statusFrequency <= 0 {
+		return fmt.Errorf("--node-status-update-frequency %s must be positive", statusFrequency)
+	}
 	if port < 0 || port > 65535 {
 		return fmt.Errorf("--port %d out of range", port)
 	}
@@ -123,7 +133,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	heartbeat, err := kubeclient.NewForConfig(lease.HeartbeatRESTConfig(restCfg, 10*time.Second))
+	leaseDuration := time.Duration(leaseSeconds) * time.Second
+	// The kubelet's heartbeat timeout: the status update frequency, at
+	// most the lease duration.
+	heartbeat, err := kubeclient.NewForConfig(lease.HeartbeatRESTConfig(restCfg, min(statusFrequency, leaseDuration)))
 	if err != nil {
 		return err
 	}
@@ -138,6 +151,7 @@ func run() error {
 	}
 	cfg := virtualnode.Config{Client: client, HeartbeatClient: heartbeat, Nodes: names,
 		CPU: cpu, Memory: mem, Pods: pods, Provider: sim,
+		LeaseDuration: leaseDuration, StatusUpdateFrequency: statusFrequency,
 		// The simulator reads no more of a pod's status than the trimmed one
 		// keeps (it adopts a running pod by its IP and start time).
 		TrimPodStatus: true}
