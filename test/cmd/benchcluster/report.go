@@ -274,6 +274,7 @@ func kwokCITable(w io.Writer, ks, vs []VNodesResult) {
 		{"first pod create → every pod Running", " s", func(r VNodesResult) float64 { return r.PodsRunning }},
 		{"(pod creation alone took)", " s", func(r VNodesResult) float64 { return r.PodsCreated }},
 		{"first delete → every pod gone", " s", func(r VNodesResult) float64 { return r.PodsDeleted }},
+		{"(the delete requests alone took)", " s", func(r VNodesResult) float64 { return r.PodsDeleteRequested }},
 		{"late renewals, whole run", "", func(r VNodesResult) float64 {
 			return float64(r.RampLateRenewals + r.LateRenewals + r.DeleteLate)
 		}},

@@ -50,6 +50,9 @@ type VNodesResult struct {
 	// With --timed-delete: first delete (the pods' own grace period) →
 	// every pod gone from the API.
 	PodsDeleted float64 `json:"podsDeletedSeconds,omitempty"`
+	// First delete → last delete request returned (the deletions asked
+	// for; the agent's work trails them).
+	PodsDeleteRequested float64 `json:"podsDeleteRequestedSeconds,omitempty"`
 	// Lease renewals from the start to the steady state, and after it
 	// through the timed deletion.
 	RampRenewals     int     `json:"rampRenewals"`
@@ -213,13 +216,14 @@ func runVNodes(ctx context.Context, args []string) error {
 		}); err != nil {
 			return fmt.Errorf("delete pods: %w", err)
 		}
+		res.PodsDeleteRequested = time.Since(td).Seconds()
 		if err := pw.waitAll(ctx, 10*time.Minute, func(p *podTimes) bool { return !p.gone.IsZero() }, *pods); err != nil {
 			return fmt.Errorf("pods not gone: %w", err)
 		}
 		res.PodsDeleted = time.Since(td).Seconds()
 		res.DeleteRenewals, res.DeleteLate, _ = lw.lateness()
-		fmt.Printf("%s: %d pods deleted (the default 30s grace period) and gone %.1fs after the first delete; %d renewals meanwhile (%d late)\n",
-			*name, *pods, res.PodsDeleted, res.DeleteRenewals, res.DeleteLate)
+		fmt.Printf("%s: %d pods deleted (the default 30s grace period; the requests took %.1fs) and gone %.1fs after the first delete; %d renewals meanwhile (%d late)\n",
+			*name, *pods, res.PodsDeleteRequested, res.PodsDeleted, res.DeleteRenewals, res.DeleteLate)
 	}
 	if err := writeJSON(*out, res); err != nil {
 		return err
