@@ -196,6 +196,10 @@ func (c *Controller) NextDue() (next time.Time, ok bool) {
 	return c.sleepUntil, true
 }
 
+// RenewInterval returns the period between a lease's renewals (the
+// defaulted Config.RenewInterval).
+func (c *Controller) RenewInterval() time.Duration { return c.cfg.RenewInterval }
+
 // Lag returns how long the most overdue renewal waiting for a worker has
 // been due (zero when none is overdue): Run is behind when the API server
 // answers too slowly for Workers renewals in flight. A host sharing the API

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nodekit/nodekit/lease"
+	"github.com/nodekit/nodekit/lease/leasetest"
 )
 
 // TestHeartbeatRESTConfigHasItsOwnConnection: a client of the heartbeat
@@ -72,4 +73,22 @@ func TestHeartbeatRESTConfigHasItsOwnConnection(t *testing.T) {
 	mu.Lock()
 	require.Len(t, conns, 2, "the heartbeat client has a connection of its own")
 	mu.Unlock()
+}
+
+// TestRenewIntervalIsTheDefaultedOne: a quarter of the lease duration
+// unless set.
+func TestRenewIntervalIsTheDefaultedOne(t *testing.T) {
+	client := leasetest.New()
+	for _, c := range []struct {
+		cfg  lease.Config
+		want time.Duration
+	}{
+		{lease.Config{Client: client, NodeName: "a"}, 10 * time.Second},
+		{lease.Config{Client: client, NodeName: "a", LeaseDuration: 200 * time.Second}, 50 * time.Second},
+		{lease.Config{Client: client, NodeName: "a", RenewInterval: 3 * time.Second}, 3 * time.Second},
+	} {
+		ctl, err := lease.New(c.cfg)
+		require.NoError(t, err)
+		require.Equal(t, c.want, ctl.RenewInterval())
+	}
 }

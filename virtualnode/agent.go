@@ -60,7 +60,7 @@ func newAgent(cfg Config, pods *podCache) (*Agent, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, managed: make(map[string]int, len(cfg.Nodes)), lagLimit: lagLimit(cfg.LeaseDuration)}
+	a := &Agent{cfg: cfg, managed: make(map[string]int, len(cfg.Nodes))}
 	for i, name := range cfg.Nodes {
 		a.managed[name] = i
 	}
@@ -71,6 +71,7 @@ func newAgent(cfg Config, pods *podCache) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("virtualnode: lease: %w", err)
 	}
+	a.lagLimit = a.leases.RenewInterval() / 5
 	common := newNodeCommon(&a.cfg)
 	for i, name := range cfg.Nodes {
 		n, err := newNode(&a.cfg, common, i, name, &a.apiPort, a.leases.SetNodeUID)

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
-	"github.com/nodekit/nodekit/lease"
 	"github.com/nodekit/nodekit/nodestatus"
 	"github.com/nodekit/nodekit/podworkers"
 )
@@ -30,22 +29,12 @@ const (
 	nodeRetryDelay     = time.Second
 	notReadySyncPeriod = time.Second
 	// Heartbeats first: a pod write waits while a lease renewal is more
-	// than a fifth of the renew interval overdue (lagLimit: 2s with the
+	// than a fifth of the renew interval overdue (Agent.lagLimit: 2s with the
 	// kubelet's 40s lease; the API server is too busy for the renewals),
 	// polling every yieldPoll, for at most maxYield.
 	yieldPoll = 100 * time.Millisecond
 	maxYield  = 10 * time.Second
 )
-
-// lagLimit is how far behind the lease renewals may be before pod writes
-// wait: a fifth of the renew interval (a quarter of the lease duration d,
-// the lease package's default if zero).
-func lagLimit(d time.Duration) time.Duration {
-	if d == 0 {
-		d = lease.DefaultLeaseDuration
-	}
-	return d / 4 / 5
-}
 
 // Run registers the nodes, keeps their leases and status, runs their pods
 // and serves the kubelet API (Config.API) until ctx is done. It returns nil
