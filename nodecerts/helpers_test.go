@@ -180,13 +180,54 @@ func newFakeSigner(t testing.TB, ca *testCA) *fakeSigner {
 		list.Items = items
 		return true, list, nil
 	})
+	// The tracker's watch starts at "now": an answer written between
+	// client-go's list and its watch would be lost, where the API server
+	// resumes from the list's resourceVersion. So a watch first replays
+	// the requests it selects as they are now (a repeat is harmless).
 	s.client.PrependWatchReactor("certificatesigningrequests", func(a k8stesting.Action) (bool, watch.Interface, error) {
 		w, err := s.client.Tracker().Watch(gvr, "")
 		if err != nil {
 			return true, nil, err
 		}
+		obj, err := s.client.Tracker().List(gvr, certificatesv1.SchemeGroupVersion.WithKind("CertificateSigningRequest"), "")
+		if err != nil {
+			w.Stop()
+			return true, nil, err
+		}
 		sel := a.(k8stesting.WatchAction).GetWatchRestrictions().Fields
-		return true, watch.Filter(w, func(ev watch.Event) (watch.Event, bool) { return ev, byName(sel, ev.Object) }), nil
+		out := make(chan watch.Event)
+		pw := watch.NewProxyWatcher(out)
+		go func() {
+			defer close(out)
+			defer w.Stop()
+			send := func(ev watch.Event) bool {
+				if !byName(sel, ev.Object) {
+					return true
+				}
+				select {
+				case out <- ev:
+					return true
+				case <-pw.StopChan():
+					return false
+				}
+			}
+			for _, csr := range obj.(*certificatesv1.CertificateSigningRequestList).Items {
+				if !send(watch.Event{Type: watch.Modified, Object: csr.DeepCopy()}) {
+					return
+				}
+			}
+			for {
+				select {
+				case ev, ok := <-w.ResultChan():
+					if !ok || !send(ev) {
+						return
+					}
+				case <-pw.StopChan():
+					return
+				}
+			}
+		}()
+		return true, pw, nil
 	})
 	return s
 }
