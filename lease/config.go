@@ -113,7 +113,8 @@ type Config struct {
 
 	// OnRepeatedFailure is called after the second and each further
 	// consecutive failed attempt for a name (for example to close idle
-	// connections of the heartbeat client). It is called from a worker
+	// connections of the heartbeat client); a renewal cut short by its
+	// context being done is not reported. It is called from a worker
 	// goroutine, possibly concurrently for different names, and must not
 	// block.
 	OnRepeatedFailure func(nodeName string, err error)

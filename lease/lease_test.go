@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -163,6 +164,24 @@ func TestTakeOverLeaseHeldByAnotherHolder(t *testing.T) {
 	l := client.Lease(ns, "node-a")
 	require.Equal(t, "node-a", *l.Spec.HolderIdentity)
 	require.EqualValues(t, 40, *l.Spec.LeaseDurationSeconds)
+}
+
+// A renewal cut short by the caller's context (the host shutting down)
+// is no failure to report: OnRepeatedFailure is not called, however many.
+func TestCanceledRenewalsAreNotReported(t *testing.T) {
+	var calls atomic.Int32
+	c, client, _ := newController(t, func(cfg *lease.Config) {
+		cfg.OnRepeatedFailure = func(string, error) { calls.Add(1) }
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	client.SetHook(func(ctx context.Context, _, _, _ string) error {
+		cancel()
+		return ctx.Err()
+	})
+	for range 3 {
+		require.ErrorIs(t, c.Renew(ctx, "node-a"), context.Canceled)
+	}
+	require.Zero(t, calls.Load())
 }
 
 // TestBackoffSequence steps the fake clock through a whole backoff sequence

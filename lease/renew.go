@@ -95,7 +95,9 @@ func (c *Controller) renewAndReschedule(ctx context.Context, e *entry, due time.
 	}
 	c.mu.Unlock()
 
-	if err != nil {
+	// A renewal cut short by ctx (the host shutting down) is not the API
+	// server's failure: nothing to report.
+	if err != nil && ctx.Err() == nil {
 		klog.FromContext(ctx).Error(err, "Failed to renew lease, will retry",
 			"lease", klog.KRef(c.cfg.Namespace, e.name), "failures", failures, "retryIn", retryIn)
 		if failures >= 2 && c.cfg.OnRepeatedFailure != nil {
