@@ -83,11 +83,16 @@
 // replica holding it runs the shard's nodes as an Agent, all shards of a
 // replica sharing one pod cache. The Lease rules are client-go leader
 // election's, on the injected clock: a holder renews every RetryPeriod and
-// stops the shard once no renewal succeeded for RenewDeadline; another
-// replica takes a Lease over only after seeing its record unchanged for
-// LeaseDuration (its writes compare-and-swap on the resourceVersion), so
-// the previous holder has stopped before (given clocks that run at the
-// same rate and a shard that stops within LeaseDuration - RenewDeadline).
+// stops the shard once no renewal succeeded for RenewDeadline, counted
+// from when the last successful request was sent (the server may have
+// committed it at any instant before its answer); each renewal runs under
+// a context that ends there, and a timer stops the shard at that moment
+// even while a request hangs. Another replica takes a Lease over only
+// after seeing its record unchanged for its duration (whole seconds, more
+// than RenewDeadline; its writes compare-and-swap on the resourceVersion),
+// so the previous holder has stopped before (given clocks that run at the
+// same rate and a shard that stops within LeaseDuration - RenewDeadline;
+// a process frozen longer than that, as by a debugger, is not fenced).
 // A replica that stops releases its Leases: the others take its shards at
 // once. The node Leases outlive a takeover (40s against 15s), so the nodes
 // stay Ready; pods keep running at the provider, which the new holder finds

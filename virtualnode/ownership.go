@@ -26,6 +26,11 @@ import (
 //   - the holder renews every retry period and gives the shard up (stops
 //     acting) once no renewal succeeded for the renew deadline, which is
 //     shorter than the duration: it is done before anyone may take over.
+//     A renewal counts from the moment its request was sent, not from its
+//     answer: the server may have committed it at any instant in between,
+//     and another replica measures the duration from when it saw the
+//     change. Every request runs under a context that ends at the renew
+//     deadline.
 type ownership struct {
 	client                    kubeclient.LeasesGetter
 	namespace, name, identity string
@@ -34,10 +39,13 @@ type ownership struct {
 
 	record   *coordinationv1.Lease // as last read or written
 	observed time.Time             // when this replica saw record change
+	// sent is when the request that last took or renewed the Lease was
+	// sent: this replica may act until sent + the renew deadline.
+	sent time.Time
 }
 
 // tryAcquire makes one attempt at holding the Lease; it reports whether
-// this replica holds it now.
+// this replica holds it now (and since o.sent).
 func (o *ownership) tryAcquire(ctx context.Context) (bool, error) {
 	now := o.clock.Now()
 	leases := o.client.Leases(o.namespace)
@@ -48,7 +56,7 @@ func (o *ownership) tryAcquire(ctx context.Context) (bool, error) {
 		if err != nil {
 			return false, fmt.Errorf("create lease %s/%s: %w", o.namespace, o.name, err)
 		}
-		o.record, o.observed = l, now
+		o.record, o.observed, o.sent = l, now, now
 		return true, nil
 	}
 	if err != nil {
@@ -71,7 +79,7 @@ func (o *ownership) tryAcquire(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("take lease %s/%s: %w", o.namespace, o.name, err)
 	}
-	o.record, o.observed = l, now
+	o.record, o.observed, o.sent = l, now, now
 	return true, nil
 }
 
@@ -90,17 +98,31 @@ func (o *ownership) held(spec coordinationv1.LeaseSpec, now time.Time) coordinat
 	return spec
 }
 
-// renew writes a new renew time on the held Lease.
-func (o *ownership) renew(ctx context.Context) error {
-	up := o.record.DeepCopy()
-	t := metav1.NewMicroTime(o.clock.Now())
+// renewal is the answer to one renewal request.
+type renewal struct {
+	sent  time.Time // before the request
+	lease *coordinationv1.Lease
+	err   error
+}
+
+// renew writes a new renew time on rec, the held Lease as last written. It
+// touches nothing of o's but its immutable fields, so a renewal abandoned
+// at the renew deadline may still be running when o is used again.
+func (o *ownership) renew(ctx context.Context, rec *coordinationv1.Lease) renewal {
+	r := renewal{sent: o.clock.Now()}
+	up := rec.DeepCopy()
+	t := metav1.NewMicroTime(r.sent)
 	up.Spec.RenewTime = &t
-	l, err := o.client.Leases(o.namespace).Update(ctx, up, metav1.UpdateOptions{})
-	if err != nil {
-		return fmt.Errorf("renew lease %s/%s: %w", o.namespace, o.name, err)
+	r.lease, r.err = o.client.Leases(o.namespace).Update(ctx, up, metav1.UpdateOptions{})
+	if r.err != nil {
+		r.err = fmt.Errorf("renew lease %s/%s: %w", o.namespace, o.name, r.err)
 	}
-	o.record = l
-	return nil
+	return r
+}
+
+// renewed records a successful renewal.
+func (o *ownership) renewed(r renewal) {
+	o.record, o.sent = r.lease, r.sent
 }
 
 // release gives the Lease up at once (no holder, a one-second duration),

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/nodekit/nodekit/clockctx"
@@ -48,8 +49,12 @@ type ShardedConfig struct {
 	Namespace, Prefix string
 	// LeaseDuration, RenewDeadline and RetryPeriod time the shard Leases as
 	// client-go's leader election does (defaults 15s, 10s, 2s):
-	// RenewDeadline must be shorter than LeaseDuration, whose difference
-	// is the time a shard that lost its Lease has to stop.
+	// RenewDeadline must be shorter than LeaseDuration's whole seconds (a
+	// Lease records its duration in seconds), whose difference is the time
+	// a shard that lost its Lease has to stop. A holder counts each
+	// renewal from the moment its request was sent, runs it under a
+	// context that ends at the renew deadline, and stops its shard at that
+	// deadline even while the request hangs.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 }
 
@@ -81,9 +86,10 @@ func NewSharded(cfg ShardedConfig) (*Sharded, error) {
 	cfg.LeaseDuration = cmp.Or(cfg.LeaseDuration, DefaultShardDuration)
 	cfg.RenewDeadline = cmp.Or(cfg.RenewDeadline, DefaultShardDeadline)
 	cfg.RetryPeriod = cmp.Or(cfg.RetryPeriod, DefaultShardPeriod)
+	// A Lease records its duration in whole seconds: the others wait that.
 	if cfg.LeaseDuration < time.Second || cfg.RenewDeadline <= 0 || cfg.RetryPeriod <= 0 ||
-		cfg.RenewDeadline >= cfg.LeaseDuration || cfg.RetryPeriod >= cfg.RenewDeadline || cfg.Shards < 0 {
-		return nil, fmt.Errorf("%w: want 0 < RetryPeriod < RenewDeadline < LeaseDuration (at least 1s) and Shards >= 0", ErrInvalidConfig)
+		cfg.RenewDeadline >= cfg.LeaseDuration.Truncate(time.Second) || cfg.RetryPeriod >= cfg.RenewDeadline || cfg.Shards < 0 {
+		return nil, fmt.Errorf("%w: want 0 < RetryPeriod < RenewDeadline < LeaseDuration in whole seconds (at least 1s) and Shards >= 0", ErrInvalidConfig)
 	}
 	cfg.Namespace, cfg.Prefix = cmp.Or(cfg.Namespace, DefaultShardNamespace), cmp.Or(cfg.Prefix, DefaultShardPrefix)
 	if err := cfg.Agent.setDefaults(); err != nil {
@@ -152,43 +158,106 @@ func (s *Sharded) runShard(ctx context.Context, i int) {
 	clk := s.cfg.Agent.Clock
 	o := &ownership{client: s.cfg.Agent.HeartbeatClient, namespace: s.cfg.Namespace,
 		name: s.cfg.Prefix + "-" + strconv.Itoa(i), identity: s.cfg.Identity, duration: s.cfg.LeaseDuration, clock: clk}
-	wait := func() bool {
-		t := clk.NewTimer(s.cfg.RetryPeriod)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C():
-			return true
-		}
-	}
 	for {
-		held, err := o.tryAcquire(ctx)
+		actx, cancel := clockctx.WithTimeout(ctx, clk, s.cfg.RenewDeadline)
+		held, err := o.tryAcquire(actx)
+		cancel()
 		if err != nil && ctx.Err() == nil {
 			logger.V(2).Info("Shard lease not taken", "err", err)
 		}
-		if !held {
-			if !wait() {
-				return
-			}
-			continue
+		if held {
+			s.lead(ctx, logger, i, o)
 		}
-		logger.Info("Took shard", "nodes", len(s.shards[i]))
-		s.lead(ctx, logger, i, o, wait)
-		if ctx.Err() != nil {
-			return
-		}
-		if !wait() {
+		if !s.sleep(ctx, s.cfg.RetryPeriod) {
 			return
 		}
 	}
 }
 
+// sleep waits d on the injected clock; false if ctx ended first.
+func (s *Sharded) sleep(ctx context.Context, d time.Duration) bool {
+	t := s.cfg.Agent.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
+	}
+}
+
 // lead runs shard i's Agent while its Lease stays renewed; it returns
 // after the Agent stopped: ctx done (the Lease is then released), the
-// renew deadline passed without a renewal, or the Agent failed.
-func (s *Sharded) lead(ctx context.Context, logger klog.Logger, i int, o *ownership, wait func() bool) {
+// renew deadline reached, or the Agent failed. The renew deadline is
+// o.sent + RenewDeadline, o.sent being when the last successful request
+// was sent; a timer stops the Agent there even while a renewal hangs.
+func (s *Sharded) lead(ctx context.Context, logger klog.Logger, i int, o *ownership) {
 	clk := s.cfg.Agent.Clock
+	left := func() time.Duration { return o.sent.Add(s.cfg.RenewDeadline).Sub(clk.Now()) }
+	if left() <= 0 {
+		logger.Info("Shard lease taken too late to act on; waiting for the next round")
+		return
+	}
+	logger.Info("Took shard", "nodes", len(s.shards[i]))
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.setLeading(i, true)
+	done := s.startShard(runCtx, i)
+	stop := func() {
+		cancel()
+		<-done
+		s.setLeading(i, false)
+	}
+	expiry := clk.NewTimer(left())
+	defer expiry.Stop()
+	retry := clk.NewTimer(s.cfg.RetryPeriod)
+	defer retry.Stop()
+	var answer chan renewal // the renewal in flight, if any
+	cancelRenewal := context.CancelFunc(func() {})
+	defer func() { cancelRenewal() }()
+	for {
+		select {
+		case err := <-done:
+			s.setLeading(i, false)
+			if ctx.Err() == nil {
+				logger.Error(err, "Shard stopped; giving it up")
+			}
+			s.releaseShard(ctx, logger, o)
+			return
+		case <-ctx.Done():
+			stop()
+			s.releaseShard(ctx, logger, o)
+			return
+		case <-expiry.C():
+			if d := left(); d > 0 { // a stale tick: renewed meanwhile
+				expiry.Reset(d)
+				continue
+			}
+			logger.Error(nil, "Shard lease not renewed within the renew deadline; stopping the shard", "renewDeadline", s.cfg.RenewDeadline)
+			stop()
+			return
+		case <-retry.C():
+			var rctx context.Context
+			rctx, cancelRenewal = clockctx.WithTimeout(ctx, clk, left())
+			answer = make(chan renewal, 1)
+			go func(ch chan<- renewal, rec *coordinationv1.Lease) { ch <- o.renew(rctx, rec) }(answer, o.record)
+		case r := <-answer:
+			cancelRenewal()
+			answer = nil
+			if r.err != nil {
+				logger.V(2).Info("Shard lease not renewed", "err", r.err)
+			} else {
+				o.renewed(r)
+				expiry.Reset(left())
+			}
+			retry.Reset(s.cfg.RetryPeriod)
+		}
+	}
+}
+
+// startShard starts shard i's Agent; its Run's result arrives on the
+// returned channel.
+func (s *Sharded) startShard(ctx context.Context, i int) <-chan error {
 	cfg := s.cfg.Agent
 	cfg.Nodes = s.shards[i]
 	// A shard taken over renews its nodes' leases at once (a shard's
@@ -204,43 +273,14 @@ func (s *Sharded) lead(ctx context.Context, logger klog.Logger, i int, o *owners
 		}
 		cfg.API = &api
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	done := make(chan error, 1)
 	agent, err := newAgent(cfg, s.pods)
 	if err != nil {
 		done <- err
-	} else {
-		go func() { done <- agent.Run(runCtx) }()
+		return done
 	}
-	s.setLeading(i, true)
-	defer s.setLeading(i, false)
-	renewed := clk.Now()
-	for {
-		select {
-		case err := <-done:
-			if ctx.Err() == nil {
-				logger.Error(err, "Shard stopped; giving it up")
-			}
-			s.releaseShard(ctx, logger, o)
-			return
-		default:
-		}
-		if !wait() {
-			cancel()
-			<-done
-			s.releaseShard(ctx, logger, o)
-			return
-		}
-		if err := o.renew(ctx); err == nil {
-			renewed = clk.Now()
-		} else if clk.Since(renewed) >= s.cfg.RenewDeadline {
-			logger.Error(err, "Shard lease not renewed within the renew deadline; stopping the shard")
-			cancel()
-			<-done
-			return
-		}
-	}
+	go func() { done <- agent.Run(ctx) }()
+	return done
 }
 
 // releaseShard gives the shard's Lease up, within a retry period even if

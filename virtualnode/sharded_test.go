@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
 
+	"github.com/nodekit/nodekit/kubeclient"
 	"github.com/nodekit/nodekit/kubeclient/clientset"
 	"github.com/nodekit/nodekit/virtualnode/simulated"
 )
@@ -56,6 +56,35 @@ func casLeases(cs *fake.Clientset) {
 	})
 }
 
+// faultyLeases is a client whose shard-Lease updates go through update
+// once cut is set (the fake clientset serializes its reactors: a hang
+// there would stop every replica).
+type faultyLeases struct {
+	kubeclient.Interface
+	cut    *atomic.Bool
+	update func(ctx context.Context, l *coordinationv1.Lease, next kubeclient.LeaseInterface) (*coordinationv1.Lease, error)
+}
+
+func (f faultyLeases) Leases(ns string) kubeclient.LeaseInterface {
+	next := f.Interface.Leases(ns)
+	if ns != DefaultShardNamespace {
+		return next
+	}
+	return faultyLeaseClient{LeaseInterface: next, f: f}
+}
+
+type faultyLeaseClient struct {
+	kubeclient.LeaseInterface
+	f faultyLeases
+}
+
+func (c faultyLeaseClient) Update(ctx context.Context, l *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error) {
+	if !c.f.cut.Load() {
+		return c.LeaseInterface.Update(ctx, l, opts)
+	}
+	return c.f.update(ctx, l, c.LeaseInterface)
+}
+
 func TestOwnershipRules(t *testing.T) {
 	ctx := context.Background()
 	cs := fake.NewClientset()
@@ -75,7 +104,9 @@ func TestOwnershipRules(t *testing.T) {
 	// a renews every 2s: b never sees it expire.
 	for range 20 {
 		clk.Step(2 * time.Second)
-		require.NoError(t, a.renew(ctx))
+		r := a.renew(ctx, a.record)
+		require.NoError(t, r.err)
+		a.renewed(r)
 		held, err = b.tryAcquire(ctx)
 		require.NoError(t, err)
 		require.False(t, held)
@@ -96,7 +127,7 @@ func TestOwnershipRules(t *testing.T) {
 	require.True(t, l.Spec.AcquireTime.Time.Equal(clk.Now()))
 
 	// a's stale renewal is refused (the resourceVersion moved on).
-	require.True(t, apierrors.IsConflict(errors.Unwrap(a.renew(ctx))))
+	require.True(t, apierrors.IsConflict(errors.Unwrap(a.renew(ctx, a.record).err)))
 	// b releases: a takes it at once.
 	require.NoError(t, b.release(ctx))
 	held, err = a.tryAcquire(ctx)
@@ -104,28 +135,91 @@ func TestOwnershipRules(t *testing.T) {
 	require.True(t, held, "released")
 }
 
+// shardFault is what happens to replica a's shard-Lease updates once the
+// test cuts it off, and the scenario's extra steps after the cut.
+type shardFault struct {
+	// update answers a's update of l, given the server (next), the fake
+	// clock and release (closed when the test ends).
+	update func(ctx context.Context, l *coordinationv1.Lease, next kubeclient.LeaseInterface, clk *clocktesting.FakeClock, release <-chan struct{}) (*coordinationv1.Lease, error)
+	// afterCut runs once, right after the cut.
+	afterCut func(t *testing.T, clk *clocktesting.FakeClock, a *Sharded)
+	// slack is how much later than the cut a's last renewal may commit
+	// or b may see it (a clock leap skips b's looks): b takes over that
+	// much later.
+	slack time.Duration
+}
+
 // TestShardedTakeover: replica a runs both shards; b waits; a is cut off
-// from the API's Leases: it stops its shards within the renew deadline, and
-// b takes them over after they expired, running the same pods on.
+// from the API's Leases in one of several ways: it stops its shards within
+// the renew deadline, and b takes them over after they expired, running the
+// same pods on. At no step of the fake clock do both run a shard.
 func TestShardedTakeover(t *testing.T) {
+	partitioned := errors.New("replica a is partitioned")
+	hang := func(_ context.Context, _ *coordinationv1.Lease, _ kubeclient.LeaseInterface, _ *clocktesting.FakeClock, release <-chan struct{}) (*coordinationv1.Lease, error) {
+		<-release // as a client without a timeout: ctx is not looked at
+		return nil, partitioned
+	}
+	for name, f := range map[string]shardFault{
+		"refused": {update: func(context.Context, *coordinationv1.Lease, kubeclient.LeaseInterface, *clocktesting.FakeClock, <-chan struct{}) (*coordinationv1.Lease, error) {
+			return nil, partitioned
+		}},
+		"hung": {update: hang},
+		// The first update after the cut commits at once and answers 8 s
+		// late, whatever its context says; the rest fail. The holder
+		// counts from the request.
+		"answered late": {slack: DefaultShardPeriod, update: func() func(context.Context, *coordinationv1.Lease, kubeclient.LeaseInterface, *clocktesting.FakeClock, <-chan struct{}) (*coordinationv1.Lease, error) {
+			var once atomic.Bool
+			return func(ctx context.Context, l *coordinationv1.Lease, next kubeclient.LeaseInterface, clk *clocktesting.FakeClock, release <-chan struct{}) (*coordinationv1.Lease, error) {
+				if once.Swap(true) {
+					return nil, partitioned
+				}
+				sent := clk.Now()
+				out, err := next.Update(context.WithoutCancel(ctx), l, metav1.UpdateOptions{})
+				for clk.Since(sent) < 8*time.Second {
+					select {
+					case <-release:
+						return out, err
+					case <-time.After(time.Millisecond):
+					}
+				}
+				return out, err
+			}
+		}()},
+		// The clock leaps past a's renew deadline while its renewal hangs:
+		// a stops at that instant, before the clock moves on.
+		"hung, clock leap": {update: hang, slack: DefaultShardDeadline + time.Second, afterCut: func(t *testing.T, clk *clocktesting.FakeClock, a *Sharded) {
+			clk.Step(DefaultShardDeadline + time.Second)
+			require.Eventually(t, func() bool { return len(a.Leading()) == 0 }, 20*time.Second, time.Millisecond,
+				"a stops at its renew deadline, fake time standing still")
+		}},
+	} {
+		t.Run(name, func(t *testing.T) { testShardedTakeover(t, f) })
+	}
+}
+
+func testShardedTakeover(t *testing.T, fault shardFault) {
 	defer goleak.VerifyNone(t)
 	cs := fake.NewClientset()
 	casLeases(cs)
 	clk := clocktesting.NewFakeClock(t0)
 	var cut atomic.Bool
-	cs.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		l := a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
-		if cut.Load() && ptr.Deref(l.Spec.HolderIdentity, "") == "a" && l.Namespace == DefaultShardNamespace {
-			return true, nil, errors.New("replica a is partitioned")
-		}
-		return false, nil, nil
-	})
+	release := make(chan struct{})
+	unblock := sync.OnceFunc(func() { close(release) })
+	defer unblock()
+	faulty := faultyLeases{Interface: clientset.Wrap(cs), cut: &cut,
+		update: func(ctx context.Context, l *coordinationv1.Lease, next kubeclient.LeaseInterface) (*coordinationv1.Lease, error) {
+			return fault.update(ctx, l, next, clk, release)
+		}}
 	nodes := []string{"vn-0", "vn-1", "vn-2", "vn-3", "vn-4", "vn-5"}
 	replica := func(id string, cidr string) (*Sharded, *simulated.Provider) {
 		sim, err := simulated.New(simulated.Config{Clock: clk, PodCIDR: netip.MustParsePrefix(cidr)})
 		require.NoError(t, err)
+		var heartbeat kubeclient.Interface = clientset.Wrap(cs)
+		if id == "a" {
+			heartbeat = faulty
+		}
 		s, err := NewSharded(ShardedConfig{Identity: id, Shards: 2,
-			Agent: Config{Client: clientset.Wrap(cs), Nodes: nodes, Provider: sim, Clock: clk}})
+			Agent: Config{Client: clientset.Wrap(cs), HeartbeatClient: heartbeat, Nodes: nodes, Provider: sim, Clock: clk}})
 		require.NoError(t, err)
 		return s, sim
 	}
@@ -190,6 +284,9 @@ func TestShardedTakeover(t *testing.T) {
 
 	cut.Store(true)
 	cutAt := clk.Now()
+	if fault.afterCut != nil {
+		fault.afterCut(t, clk, a)
+	}
 	var aStopped time.Time
 	advanceUntil("b takes both shards", func() bool { return slices.Equal(b.Leading(), []int{0, 1}) }, func() {
 		noOverlap()
@@ -197,10 +294,12 @@ func TestShardedTakeover(t *testing.T) {
 			aStopped = clk.Now()
 		}
 	})
+	noOverlap()
 	took := clk.Since(cutAt)
+	t.Logf("a stopped %v, b took over %v after the cut", aStopped.Sub(cutAt), took)
 	require.False(t, aStopped.IsZero())
 	require.LessOrEqual(t, aStopped.Sub(cutAt), DefaultShardDeadline+DefaultShardPeriod+time.Second, "a stops within its renew deadline")
-	require.LessOrEqual(t, took, DefaultShardDuration+2*DefaultShardPeriod+time.Second, "b takes over within a lease duration")
+	require.LessOrEqual(t, took, fault.slack+DefaultShardDuration+2*DefaultShardPeriod+2*time.Second, "b takes over within a lease duration and its looks")
 	advanceUntil("b runs the pod on", func() bool { return simB.Len() == 1 }, noOverlap)
 	resync := clk.Now()
 	advanceUntil("b resyncs the pod", func() bool { return clk.Since(resync) > 5*time.Second }, noOverlap)
@@ -211,6 +310,7 @@ func TestShardedTakeover(t *testing.T) {
 	require.True(t, before.Status.StartTime.Equal(after.Status.StartTime))
 
 	cancel()
+	unblock()
 	for _, done := range []chan error{doneA, doneB} {
 		select {
 		case err := <-done:
@@ -233,6 +333,8 @@ func TestShardedConfig(t *testing.T) {
 		"listener":     {Agent: Config{Client: clientset.Wrap(cs), Nodes: []string{"a"}, Provider: sim, API: &APIConfig{Listener: &lazyListener{}}}, Identity: "x"},
 		"negative":     {Agent: agent, Identity: "x", Shards: -1},
 		"short period": {Agent: agent, Identity: "x", LeaseDuration: 500 * time.Millisecond},
+		// The Lease says 10 s: the others wait 10 s, not 10.5.
+		"whole seconds": {Agent: agent, Identity: "x", LeaseDuration: 10500 * time.Millisecond, RenewDeadline: 10200 * time.Millisecond, RetryPeriod: time.Second},
 	} {
 		_, err := NewSharded(cfg)
 		require.ErrorIs(t, err, ErrInvalidConfig, name)
