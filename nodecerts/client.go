@@ -294,13 +294,29 @@ func (c *Client) Run(ctx context.Context) error {
 		return nil
 	}
 	logger := klog.FromContext(ctx)
+	// The requests the manager creates are remembered: only they are
+	// reported, and only their denial ends Run. One made with the node's
+	// certificate must be recorded as made by the node; one made with the
+	// bootstrap credentials is recorded as made by their user (a
+	// bootstrap token's system:bootstrap:ID), or by whoever the kubeconfig
+	// names when it requests itself, so there the API server's answer to
+	// the create is what later reads must match.
+	own := &ownRequests{}
 	mgr, err := certificate.NewManager(&certificate.Config{
 		Ctx: &ctx,
 		ClientsetFn: func(current *tls.Certificate) (kubernetes.Interface, error) {
 			if current != nil {
-				return c.cfg.NewClientset(c.RESTConfig())
+				cs, err := c.cfg.NewClientset(c.RESTConfig())
+				if err != nil {
+					return nil, err
+				}
+				return own.recording(cs, nodeUser(c.cfg.NodeName)), nil
 			}
-			return c.cfg.NewClientset(c.certConfig)
+			cs, err := c.cfg.NewClientset(c.certConfig)
+			if err != nil {
+				return nil, err
+			}
+			return own.recording(cs, ""), nil
 		},
 		Template: &x509.CertificateRequest{Subject: pkix.Name{
 			CommonName: nodeUser(c.cfg.NodeName), Organization: []string{"system:nodes"},
@@ -366,7 +382,7 @@ func (c *Client) Run(ctx context.Context) error {
 		// Until a request can be named, look every check; then every
 		// ReportInterval. Say it when it changes or the interval passed.
 		if due := now.Sub(lastReport) >= c.cfg.ReportInterval; cur == nil && (due || !named) {
-			msg, kv, n, err := c.report(ctx, start)
+			msg, kv, n, err := c.report(ctx, own)
 			if err != nil {
 				return err
 			}
@@ -386,15 +402,21 @@ func (c *Client) Run(ctx context.Context) error {
 
 // report says why the node still has no certificate: a message and its
 // key/value pairs, whether it names a request, or the denial as an error.
-func (c *Client) report(ctx context.Context, since time.Time) (string, []any, bool, error) {
+// Only the newest request this run made is named, and only its denial is
+// an error: a request of anyone else, whatever its subject, is not looked
+// at.
+func (c *Client) report(ctx context.Context, own *ownRequests) (string, []any, bool, error) {
 	cs, err := c.cfg.NewClientset(c.certConfig)
 	if err != nil {
 		return "Waiting for a client certificate; no client for the API server", []any{"err", err}, false, nil
 	}
-	st, err := newestCSR(ctx, cs, certificatesv1.KubeAPIServerClientKubeletSignerName, nodeUser(c.cfg.NodeName), since)
+	st, err := ownCSR(ctx, cs, own)
 	switch {
 	case err != nil:
-		return "Waiting for a client certificate; cannot list certificate signing requests", []any{"err", err}, false, nil
+		return "Waiting for a client certificate; cannot read the certificate signing request", []any{"err", err}, false, nil
+	case st.notOurs != "":
+		return "Waiting for a client certificate; the certificate signing request this node made cannot be followed; the certificate manager makes another when it gives up on it",
+			[]any{"csr", st.name, "reason", st.notOurs}, true, nil
 	case st.denied != "":
 		return "", nil, true, fmt.Errorf("%w: %s was %s", ErrDenied, st.name, st.denied)
 	case st.name != "" && !st.issued:

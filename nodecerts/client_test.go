@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/clientcmd"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -242,4 +244,66 @@ func TestStaticKubeconfigNeedsNoRun(t *testing.T) {
 	assert.Nil(t, cfg.Transport, "the kubeconfig is used as it is")
 	assert.NotEmpty(t, cfg.CertData)
 	assert.Nil(t, c.Current())
+}
+
+// Anyone may create a client request whose subject is this node's (a
+// bootstrap token holder, another node). One that an operator denied does
+// not end Run, and is never named: only the request this run made is
+// followed, and it still loads once approved.
+func TestRunIgnoresForgedDeniedClientRequest(t *testing.T) {
+	dir := t.TempDir()
+	ca := newTestCA(t)
+	boot := filepath.Join(dir, "bootstrap.kubeconfig")
+	writeKubeconfig(t, boot, server, ca.pem, "abcdef.0123456789abcdef", "", "")
+	signer := newFakeSigner(t, ca)
+	approve := make(chan struct{})
+	signer.decide = func(*certificatesv1.CertificateSigningRequest) (time.Duration, bool) {
+		<-approve
+		return time.Hour, false
+	}
+	// Newer than this run's request, for this node's name, denied.
+	for i, user := range []string{"system:bootstrap:evil01", "system:node:n2"} {
+		signer.forge(fmt.Sprintf("evil-%d", i+1), user, "system:node:n1", certificatesv1.KubeAPIServerClientKubeletSignerName,
+			nil, nil, time.Now().Add(time.Minute), certificatesv1.CertificateDenied)
+	}
+	c, err := nodecerts.NewClient(nodecerts.ClientConfig{NodeName: "n1", Kubeconfig: filepath.Join(dir, "kubeconfig"),
+		BootstrapKubeconfig: boot, CertDir: filepath.Join(dir, "pki"), NewClientset: signer.newClientset,
+		ReportInterval: time.Millisecond})
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	// Run reads this run's request (csr-1) while it waits for approval.
+	readOwn := func() bool {
+		for _, a := range signer.client.Actions() {
+			if g, ok := a.(k8stesting.GetAction); ok && a.GetResource().Resource == "certificatesigningrequests" && g.GetName() == "csr-1" {
+				return true
+			}
+		}
+		return false
+	}
+	deadline := time.After(30 * time.Second)
+	for !readOwn() {
+		select {
+		case err := <-done:
+			t.Fatalf("Run ended before its own request was decided: %v", err)
+		case <-deadline:
+			t.Fatal("Run did not read its own request within 30s")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	close(approve)
+	select {
+	case <-c.Ready():
+	case err := <-done:
+		t.Fatalf("Run ended before its own request was issued: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("no certificate within 30s")
+	}
+	assert.Equal(t, "system:node:n1", c.Current().Leaf.Subject.CommonName)
+	cancel()
+	require.NoError(t, <-done)
+	assert.Equal(t, 1, signer.requests())
 }

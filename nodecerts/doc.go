@@ -32,6 +32,27 @@
 // Config.GetCertificate): until a certificate is issued every handshake
 // fails with ErrNoServingCertificate, so the API serves nothing.
 //
+// What is trusted: a certificate signing request is the node's only if
+// this process created it. Any node and any bootstrap token holder may
+// create a request whose subject is system:node:NAME with names of their
+// choosing, so the subject proves nothing. Client and Serving hand
+// client-go's certificate manager a clientset that remembers each request
+// it creates as the API server answered it; a pending request is named
+// (in the log, the hint "kubectl certificate approve NAME", and Serving's
+// event) and a denied one ends Client.Run only when the API server's
+// request is that one: the same name and UID, the same signer, the same
+// PEM request (so the public key of the private key the manager generated
+// and holds), and the same spec.username. The username expected is the
+// node's (system:node:NAME) for a request made with the node's own
+// credentials (a client certificate's rotation, every serving request);
+// for one made with the bootstrap credentials it is whoever the API server
+// recorded when it answered the create (the token's system:bootstrap:ID,
+// or whoever the kubeconfig names when it requests for itself), as there
+// is no fixed user to expect. A certificate is only ever taken from the
+// manager, which waits on its own request by name and UID and stores the
+// certificate only if it matches its private key: a request of anyone
+// else is never named, never used, and never ends the agent.
+//
 // # Host duties
 //
 //  1. Build a Client, build every API client from RESTConfig, and run
@@ -44,8 +65,10 @@
 //     controller approves client requests of the bootstrap token groups and
 //     of nodes renewing their own; serving requests are left to the
 //     cluster's operator or an approver of its choosing (kubectl
-//     certificate approve NAME), as upstream. Run logs a pending request by
-//     name, and Serving also records a Warning event on the Node.
+//     certificate approve NAME), as upstream: check that a serving
+//     request's spec.username is the node it names. Run logs the pending
+//     request it made by name, and Serving also records a Warning event
+//     on the Node.
 //  4. Restart the agent when Client.Run returns: ErrDenied (the request was
 //     denied) and ErrNoCertificate (no valid certificate and no working API
 //     connection for ExitAfter) both end in a fresh bootstrap.
@@ -63,7 +86,10 @@
 //     clock.
 //   - A denied client request ends Run with ErrDenied once it is the newest
 //     request of this run; the kubelet only logs the manager's retries when
-//     rotating.
+//     rotating. Requests are reported (named, their denial an error) only
+//     when they are the ones this run created, checked as above; the
+//     kubelet reports none. A request created through the v1beta1 API
+//     (a server without certificates.k8s.io/v1) is not reported.
 //   - The kubeconfig written by bootstrapping also carries the bootstrap
 //     kubeconfig's TLS server name.
 package nodecerts

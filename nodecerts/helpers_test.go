@@ -1,6 +1,7 @@
 package nodecerts_test
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -9,8 +10,10 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	certificatesv1client "k8s.io/client-go/kubernetes/typed/certificates/v1"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/clientcmd"
@@ -149,6 +153,9 @@ func newFakeSigner(t testing.TB, ca *testCA) *fakeSigner {
 		s.n++
 		csr.Name = fmt.Sprintf("%s%d", csr.GenerateName, s.n)
 		csr.UID = types.UID(csr.Name)
+		if csr.Spec.Username == "" { // the API server records the requester
+			csr.Spec.Username = "system:node:n1"
+		}
 		csr.CreationTimestamp = metav1.Now()
 		s.mu.Unlock()
 		go s.answer(csr.DeepCopy())
@@ -264,12 +271,91 @@ func (s *fakeSigner) answer(csr *certificatesv1.CertificateSigningRequest) {
 	s.t.Errorf("fake signer: could not answer %s", csr.Name)
 }
 
-// newClientset is a ClientConfig.NewClientset recording its configs.
+// newClientset is a ClientConfig.NewClientset recording its configs. A
+// clientset of a bootstrap token creates requests as the token's user;
+// any other as the node n1.
 func (s *fakeSigner) newClientset(cfg *rest.Config) (kubernetes.Interface, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.configs = append(s.configs, cfg)
+	if cfg.BearerToken != "" {
+		id, _, _ := strings.Cut(cfg.BearerToken, ".")
+		return asUser{Clientset: s.client, user: "system:bootstrap:" + id}, nil
+	}
 	return s.client, nil
+}
+
+// asUser is a clientset whose certificate signing requests the fake API
+// server records as made by user.
+type asUser struct {
+	*fake.Clientset
+	user string
+}
+
+func (c asUser) CertificatesV1() certificatesv1client.CertificatesV1Interface {
+	return asUserCertificates{CertificatesV1Interface: c.Clientset.CertificatesV1(), user: c.user}
+}
+
+type asUserCertificates struct {
+	certificatesv1client.CertificatesV1Interface
+	user string
+}
+
+func (c asUserCertificates) CertificateSigningRequests() certificatesv1client.CertificateSigningRequestInterface {
+	return asUserCSRs{CertificateSigningRequestInterface: c.CertificatesV1Interface.CertificateSigningRequests(), user: c.user}
+}
+
+type asUserCSRs struct {
+	certificatesv1client.CertificateSigningRequestInterface
+	user string
+}
+
+func (c asUserCSRs) Create(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, opts metav1.CreateOptions) (*certificatesv1.CertificateSigningRequest, error) {
+	csr = csr.DeepCopy()
+	csr.Spec.Username = c.user
+	return c.CertificateSigningRequestInterface.Create(ctx, csr, opts)
+}
+
+// forge stores a certificate signing request someone else made: by user,
+// for subject cn with the given names, for signer, created at created,
+// with its own key. decided, if set, is its outcome (an approval with a
+// certificate signed by the CA, or a denial).
+func (s *fakeSigner) forge(name, user, cn, signer string, dnsNames []string, ips []net.IP, created time.Time,
+	decided certificatesv1.RequestConditionType) {
+	s.t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject: pkix.Name{CommonName: cn, Organization: []string{"system:nodes"}}, DNSNames: dnsNames, IPAddresses: ips,
+	}, key)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	usages := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
+	usage := x509.ExtKeyUsageClientAuth
+	if signer == certificatesv1.KubeletServingSignerName {
+		usages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth}
+		usage = x509.ExtKeyUsageServerAuth
+	}
+	csr := &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name), CreationTimestamp: metav1.NewTime(created)},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+			SignerName: signer, Usages: usages, Username: user, Groups: []string{"system:authenticated"},
+		},
+	}
+	switch decided {
+	case certificatesv1.CertificateApproved:
+		csr.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: decided, Status: "True", Reason: "OperatorApproved"}}
+		csr.Status.Certificate = s.ca.sign(s.t, csr.Spec.Request, time.Now(), time.Hour, usage)
+	case certificatesv1.CertificateDenied:
+		csr.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: decided, Status: "True", Reason: "OperatorDenied", Message: "forged"}}
+	}
+	if err := s.client.Tracker().Add(csr); err != nil {
+		s.t.Fatal(err)
+	}
 }
 
 func (s *fakeSigner) requests() int {

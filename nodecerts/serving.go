@@ -201,9 +201,14 @@ func (s *Serving) Run(ctx context.Context) error {
 		return errors.New("nodecerts: Serving.Run called twice")
 	}
 	logger := klog.FromContext(ctx)
+	// The requests the manager creates are remembered, and only they are
+	// reported: made with the node's own client, they must be recorded
+	// as made by the node.
+	own := &ownRequests{}
+	client := own.recording(s.cfg.Client, nodeUser(s.cfg.NodeName))
 	mgr, err := certificate.NewManager(&certificate.Config{
 		Ctx:                          &ctx,
-		ClientsetFn:                  func(*tls.Certificate) (kubernetes.Interface, error) { return s.cfg.Client, nil },
+		ClientsetFn:                  func(*tls.Certificate) (kubernetes.Interface, error) { return client, nil },
 		GetTemplate:                  s.Template,
 		SignerName:                   certificatesv1.KubeletServingSignerName,
 		GetUsages:                    certificate.DefaultKubeletServingGetUsages,
@@ -218,7 +223,6 @@ func (s *Serving) Run(ctx context.Context) error {
 	mgr.Start()
 	defer mgr.Stop()
 	clk := s.cfg.Clock
-	start := clk.Now()
 	ticker := clk.NewTicker(checkInterval)
 	defer ticker.Stop()
 	var last *tls.Certificate
@@ -237,7 +241,7 @@ func (s *Serving) Run(ctx context.Context) error {
 		// Until a request can be named, look every check; then every
 		// ReportInterval. Say it when it changes or the interval passed.
 		if due := now.Sub(lastReport) >= s.cfg.ReportInterval; last == nil && (due || !named) {
-			msg, csr, warn := s.report(ctx, start)
+			msg, csr, warn := s.report(ctx, own)
 			named = csr != ""
 			if due || msg != lastMsg {
 				lastReport, lastMsg = now, msg
@@ -253,15 +257,19 @@ func (s *Serving) Run(ctx context.Context) error {
 }
 
 // report says why there is no serving certificate yet: the message, the
-// request it names ("" if none) and whether it is worth an event.
-func (s *Serving) report(ctx context.Context, since time.Time) (msg, csr string, warn bool) {
+// request it names ("" if none) and whether it is worth an event. Only the
+// newest request this run made is named: a request of anyone else,
+// whatever its subject and names, is not looked at.
+func (s *Serving) report(ctx context.Context, own *ownRequests) (msg, csr string, warn bool) {
 	if s.Template() == nil {
 		return "Waiting for the node's IP address before requesting a serving certificate", "", false
 	}
-	st, err := newestCSR(ctx, s.cfg.Client, certificatesv1.KubeletServingSignerName, nodeUser(s.cfg.NodeName), since)
+	st, err := ownCSR(ctx, s.cfg.Client, own)
 	switch {
 	case err != nil:
-		return "Waiting for a serving certificate; cannot list certificate signing requests: " + err.Error(), "", false
+		return "Waiting for a serving certificate; cannot read the certificate signing request: " + err.Error(), "", false
+	case st.notOurs != "":
+		return fmt.Sprintf("Waiting for a serving certificate; the certificate signing request %s this node made cannot be followed (%s); the certificate manager makes another when it gives up on it", st.name, st.notOurs), st.name, false
 	case st.denied != "":
 		return fmt.Sprintf("Serving certificate signing request %s was %s; the kubelet API serves nothing until one is approved", st.name, st.denied), st.name, true
 	case st.name != "" && !st.issued:

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,4 +112,59 @@ func TestServingReusesTheStore(t *testing.T) {
 	cert, err := s.GetCertificate(nil)
 	require.NoError(t, err)
 	assert.Equal(t, "system:node:n1", cert.Leaf.Subject.CommonName)
+}
+
+// Anyone may create a serving request whose subject is this node's, naming
+// the hosts they like. Such a request, newer than the node's own, is never
+// named in an event or a log hint (an operator who followed it would give
+// the attacker a serving certificate), and an issued one is never served:
+// only the request this run made is followed.
+func TestServingIgnoresForgedRequests(t *testing.T) {
+	ca := newTestCA(t)
+	signer := newFakeSigner(t, ca)
+	approve := make(chan struct{})
+	signer.decide = func(*certificatesv1.CertificateSigningRequest) (time.Duration, bool) {
+		<-approve
+		return time.Hour, false
+	}
+	evilIPs := []net.IP{net.ParseIP("203.0.113.66")}
+	later := time.Now().Add(time.Minute)
+	signer.forge("evil-1", "system:node:n2", "system:node:n1", certificatesv1.KubeletServingSignerName,
+		[]string{"evil.example.com"}, evilIPs, later, certificatesv1.CertificateApproved)
+	signer.forge("evil-2", "system:node:n2", "system:node:n1", certificatesv1.KubeletServingSignerName,
+		[]string{"evil.example.com"}, evilIPs, later.Add(time.Second), "")
+	recorder := record.NewFakeRecorder(100)
+	s, err := nodecerts.NewServing(nodecerts.ServingConfig{NodeName: "n1", Client: signer.client, CertDir: t.TempDir(),
+		Addresses: func() []v1.NodeAddress {
+			return []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.2"}, {Type: v1.NodeHostName, Address: "n1"}}
+		},
+		Recorder: recorder, ReportInterval: time.Millisecond})
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+	timeout := time.After(30 * time.Second)
+	for named := false; !named; {
+		select {
+		case ev := <-recorder.Events:
+			require.NotContains(t, ev, "evil", "an event names a request the node did not make")
+			named = strings.Contains(ev, "Waiting for serving certificate signing request csr-1 to be approved (kubectl certificate approve csr-1)")
+		case <-timeout:
+			t.Fatal("no event for the node's own pending request")
+		}
+	}
+	assert.Nil(t, s.Current(), "the forged request's certificate is not served")
+	close(approve)
+	require.Eventually(t, func() bool { return s.Current() != nil }, 30*time.Second, 10*time.Millisecond)
+	cert := s.Current()
+	assert.Equal(t, []string{"n1"}, cert.Leaf.DNSNames)
+	assert.Equal(t, []string{"10.0.0.2"}, ipStrings(cert.Leaf.IPAddresses))
+	for len(recorder.Events) > 0 {
+		assert.NotContains(t, <-recorder.Events, "evil")
+	}
 }
