@@ -13,30 +13,35 @@ import (
 	"syscall"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
-	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 	"k8s.io/utils/clock"
-
-	"github.com/nodekit/nodekit/clockctx"
 )
 
 // ErrInvalidConfig wraps every error New returns for a bad Config.
 var ErrInvalidConfig = errors.New("pluginwatch: invalid config")
 
-// Handler consumes the plugins of one type. Its methods are called from
-// Sync, one at a time; they may block (RegisterPlugin typically calls the
-// plugin), within ctx.
+// ErrInvalidEndpoint is wrapped by the registration error of a plugin whose
+// GetInfo names an endpoint that is not the absolute path of a Unix socket
+// (a network address, a URL of another scheme, a relative path). The error
+// is sent to the plugin, as a refusal by its handler is.
+var ErrInvalidEndpoint = errors.New("pluginwatch: the plugin's endpoint is not an absolute socket path")
+
+// Handler consumes the plugins of one type. Its methods are called from the
+// Watcher's operations, one goroutine per socket: for one socket one call
+// at a time, for different sockets concurrently, so an implementation
+// must be safe for concurrent use. They may block (RegisterPlugin
+// typically calls the plugin), but must return when ctx ends: Run waits
+// for them before it returns.
 type Handler interface {
 	// ValidatePlugin checks a plugin before registration: its name and
 	// the versions of the plugin's service it supports. An error is sent
 	// to the plugin and the registration retried later.
 	ValidatePlugin(name, endpoint string, versions []string) error
-	// RegisterPlugin makes the plugin available; endpoint is the socket
-	// of its service (the registration socket unless the plugin named
-	// another). An error is sent to the plugin and retried later.
+	// RegisterPlugin makes the plugin available; endpoint is the absolute
+	// path of the Unix socket of its service (the registration socket
+	// unless the plugin named another; a "unix://" prefix it gave is
+	// removed). An error is sent to the plugin and retried later.
 	RegisterPlugin(ctx context.Context, name, endpoint string, versions []string) error
 	// DeregisterPlugin forgets a plugin whose socket is gone (or that
 	// re-registers from a new socket).
@@ -56,15 +61,16 @@ type Config struct {
 	Clock clock.WithTicker
 	// Period is how often Run scans the directory; default 1s.
 	Period time.Duration
-	// Timeout bounds each call to a plugin's registration service;
-	// default 10s.
+	// Timeout bounds each call to a plugin's registration service
+	// (GetInfo, NotifyRegistrationStatus); default 10s. A socket that
+	// does not answer holds up only its own registration.
 	Timeout time.Duration
 }
 
 // Plugin is a registered plugin.
 type Plugin struct {
-	// Socket is its registration socket; Endpoint the socket of its
-	// service (the same unless the plugin named another).
+	// Socket is its registration socket; Endpoint the path of the socket
+	// of its service (the same unless the plugin named another).
 	Socket, Endpoint string
 	Type, Name       string
 	Versions         []string
@@ -77,6 +83,7 @@ type Watcher struct {
 
 	mu         sync.Mutex
 	registered map[string]entry // by socket path
+	busy       map[string]bool  // socket paths with an operation in flight
 }
 
 type entry struct {
@@ -118,17 +125,23 @@ func New(cfg Config) (*Watcher, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
 		return nil, fmt.Errorf("%w: Dir: %v", ErrInvalidConfig, err)
 	}
-	return &Watcher{cfg: cfg, registered: map[string]entry{},
+	return &Watcher{cfg: cfg, registered: map[string]entry{}, busy: map[string]bool{},
 		retry: flowcontrol.NewFakeBackOff(500*time.Millisecond, 2*time.Minute, cfg.Clock)}, nil
 }
 
-// Run calls Sync every Period until ctx ends; it returns nil then, and
-// deregisters nothing (the plugins outlive the agent, as on the kubelet).
+// Run scans the directory every Period until ctx ends, starting an
+// operation for each socket that needs one; a socket whose operation is
+// still in flight (a plugin slow to answer) is left for a later pass, and
+// holds up no other. When ctx ends, Run waits for the operations in flight
+// (their calls end with ctx) and returns nil; it deregisters nothing (the
+// plugins outlive the agent, as on the kubelet).
 func (w *Watcher) Run(ctx context.Context) error {
+	var ops sync.WaitGroup
+	defer ops.Wait()
 	t := w.cfg.Clock.NewTicker(w.cfg.Period)
 	defer t.Stop()
 	for {
-		if err := w.Sync(ctx); err != nil {
+		if _, err := w.start(ctx, &ops); err != nil {
 			klog.FromContext(ctx).V(2).Info("Plugin registration pass failed", "dir", w.cfg.Dir, "err", err)
 		}
 		select {
@@ -151,53 +164,24 @@ func (w *Watcher) Plugins() []Plugin {
 	return out
 }
 
-// Sync is one pass over the directory: new and re-created sockets are
-// registered (unless in back-off after a failure), vanished ones
-// deregistered. The error joins this pass's registration failures.
+// Sync is one pass over the directory: it starts an operation for each
+// socket that needs one (a new socket not in back-off after a failure, a
+// socket gone, a socket re-created) and waits for them. The operations run
+// concurrently, one per socket, so a socket that does not answer delays
+// only its own (up to Timeout per call); a socket whose operation another
+// pass started (a concurrent Run) is left alone. The error joins this
+// pass's failures.
 func (w *Watcher) Sync(ctx context.Context) error {
-	found, err := w.sockets()
+	var wg sync.WaitGroup
+	ops, err := w.start(ctx, &wg)
 	if err != nil {
 		return err
 	}
-	w.mu.Lock()
-	var gone []entry
-	for path, e := range w.registered {
-		if id, ok := found[path]; !ok || id != e.id {
-			gone = append(gone, e)
-			delete(w.registered, path)
-		}
-	}
-	w.mu.Unlock()
-	for _, e := range gone {
-		klog.FromContext(ctx).V(2).Info("Deregistering plugin", "type", e.Type, "name", e.Name, "socket", e.Socket)
-		w.cfg.Handlers[e.Type].DeregisterPlugin(ctx, e.Name, e.Endpoint)
-	}
-	paths := make([]string, 0, len(found))
-	for p := range found {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
+	wg.Wait()
 	var errs []error
-	now := w.cfg.Clock.Now()
-	for _, path := range paths {
-		w.mu.Lock()
-		_, done := w.registered[path]
-		w.mu.Unlock()
-		if done || w.retry.IsInBackOffSinceUpdate(path, now) {
-			continue
-		}
-		e, err := w.register(ctx, path, found[path])
-		if err != nil {
-			w.retry.Next(path, now)
-			errs = append(errs, fmt.Errorf("plugin socket %s: %w", path, err))
-			continue
-		}
-		w.retry.DeleteEntry(path)
-		w.mu.Lock()
-		w.registered[path] = e
-		w.mu.Unlock()
+	for _, op := range ops {
+		errs = append(errs, op.err)
 	}
-	w.retry.GC()
 	return errors.Join(errs...)
 }
 
@@ -235,60 +219,4 @@ func (w *Watcher) sockets() (map[string]socketID, error) {
 		return nil, fmt.Errorf("list %s: %w", w.cfg.Dir, err)
 	}
 	return found, nil
-}
-
-// register asks the socket what it is, hands it to its handler and tells
-// the plugin the outcome.
-func (w *Watcher) register(ctx context.Context, path string, id socketID) (entry, error) {
-	conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return entry{}, err
-	}
-	defer func() { _ = conn.Close() }()
-	client := registerapi.NewRegistrationClient(conn)
-	callCtx, cancel := clockctx.WithTimeout(ctx, w.cfg.Clock, w.cfg.Timeout)
-	info, err := client.GetInfo(callCtx, &registerapi.InfoRequest{})
-	cancel()
-	if err != nil {
-		return entry{}, fmt.Errorf("GetInfo: %w", err)
-	}
-	e := entry{id: id, Plugin: Plugin{Socket: path, Endpoint: info.Endpoint, Type: info.Type, Name: info.Name,
-		Versions: info.SupportedVersions}}
-	if e.Endpoint == "" {
-		e.Endpoint = path
-	}
-	err = w.admit(ctx, e.Plugin)
-	callCtx, cancel = clockctx.WithTimeout(ctx, w.cfg.Clock, w.cfg.Timeout)
-	defer cancel()
-	status := &registerapi.RegistrationStatus{PluginRegistered: err == nil}
-	if err != nil {
-		status.Error = err.Error()
-	}
-	if _, nerr := client.NotifyRegistrationStatus(callCtx, status); nerr != nil {
-		// The plugin did not hear it: undo, so both sides agree to retry.
-		if err == nil {
-			w.cfg.Handlers[e.Type].DeregisterPlugin(ctx, e.Name, e.Endpoint)
-		}
-		return entry{}, errors.Join(err, fmt.Errorf("NotifyRegistrationStatus: %w", nerr))
-	}
-	if err != nil {
-		return entry{}, err
-	}
-	klog.FromContext(ctx).V(2).Info("Registered plugin", "type", e.Type, "name", e.Name, "endpoint", e.Endpoint, "versions", e.Versions)
-	return e, nil
-}
-
-// admit validates and registers a plugin with the handler of its type.
-func (w *Watcher) admit(ctx context.Context, p Plugin) error {
-	h, ok := w.cfg.Handlers[p.Type]
-	if !ok {
-		return fmt.Errorf("no handler for plugin type %q (plugin %q)", p.Type, p.Name)
-	}
-	if err := h.ValidatePlugin(p.Name, p.Endpoint, p.Versions); err != nil {
-		return fmt.Errorf("plugin %q is not valid: %w", p.Name, err)
-	}
-	if err := h.RegisterPlugin(ctx, p.Name, p.Endpoint, p.Versions); err != nil {
-		return fmt.Errorf("registering plugin %q: %w", p.Name, err)
-	}
-	return nil
 }

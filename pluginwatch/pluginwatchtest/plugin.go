@@ -24,6 +24,9 @@ type Plugin struct {
 
 	mu       sync.Mutex
 	statuses []*registerapi.RegistrationStatus
+	// held, while not nil, holds GetInfo calls until it is closed.
+	held                        chan struct{}
+	calls, waiting, mostWaiting int
 }
 
 // Serve starts a plugin answering GetInfo with info on socket; Stop ends
@@ -43,10 +46,57 @@ func Serve(socket string, info *registerapi.PluginInfo) (*Plugin, error) {
 // Stop stops serving and removes the socket.
 func (p *Plugin) Stop() { p.srv.Stop() }
 
-// GetInfo implements the Registration service.
-func (p *Plugin) GetInfo(context.Context, *registerapi.InfoRequest) (*registerapi.PluginInfo, error) {
+// GetInfo implements the Registration service: it answers Info, once
+// Release is called if Hold was, or fails when the call ends first.
+func (p *Plugin) GetInfo(ctx context.Context, _ *registerapi.InfoRequest) (*registerapi.PluginInfo, error) {
+	p.mu.Lock()
+	p.calls++
+	p.waiting++
+	p.mostWaiting = max(p.mostWaiting, p.waiting)
+	held := p.held
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.waiting--
+		p.mu.Unlock()
+	}()
+	if held != nil {
+		select {
+		case <-held:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	return &registerapi.PluginInfo{Type: p.Info.Type, Name: p.Info.Name, Endpoint: p.Info.Endpoint,
 		SupportedVersions: p.Info.SupportedVersions}, nil
+}
+
+// Hold makes GetInfo calls wait, until Release or until the call ends (the
+// caller's timeout): a plugin that hangs.
+func (p *Plugin) Hold() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held == nil {
+		p.held = make(chan struct{})
+	}
+}
+
+// Release answers the GetInfo calls held, and the later ones at once.
+func (p *Plugin) Release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held != nil {
+		close(p.held)
+		p.held = nil
+	}
+}
+
+// Calls returns how many GetInfo calls arrived; Waiting how many are being
+// answered (or held) now; MostWaiting the most there were at once.
+func (p *Plugin) Calls() (calls, waiting, mostWaiting int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.calls, p.waiting, p.mostWaiting
 }
 
 // NotifyRegistrationStatus records the status.
