@@ -35,10 +35,16 @@
 // identity (the Node authorizer grants a node the claims of its pods and
 // their volumes), with the kubelet's checks and messages (not bound, being
 // deleted, a volume bound to another claim, an ephemeral claim the pod
-// does not own), resolved once per pod; hostPath and local
-// PersistentVolumes are then mounted from the node's path (a local one
-// only on a node its affinity selects, given Config.Node, with the pod's
-// fsGroup applied), and the pod's readOnly honoured. volumeMode Block and
+// does not own), resolved once per pod. Every PersistentVolume with
+// required node affinity, whatever its source (hostPath, local, csi or a
+// host plugin's), is checked against the node's labels (Config.Node)
+// before anything is mounted, and refused with the kubelet's message
+// (MountVolume.NodeAffinity check failed for volume "<pv>" : no
+// matching NodeSelectorTerms) if they do not match, or if the node is
+// not known (ErrNodeUnknown): the affinity is never skipped. hostPath
+// and local PersistentVolumes are then mounted from the node's path (a
+// local one with the pod's fsGroup applied), and the pod's readOnly
+// honoured. volumeMode Block and
 // PersistentVolumes of any other source are refused by name unless a
 // plugin mounts them (csi). A source no plugin supports (the network
 // filesystems without a host plugin; clusterTrustBundle and
@@ -86,5 +92,11 @@
 // path directly rather than through a bind mount under the pod's
 // directory, and its fsGroup is applied on the pod's first setup only.
 // The pv.beta.kubernetes.io/gid annotation does not add a supplemental
-// group. A host plugin may add remote types.
+// group. A host plugin may add remote types. A PersistentVolume's node
+// affinity term on a node field (matchFields metadata.name) is matched
+// against the node's name; upstream matches a Node with the labels and
+// no name, so such a term selects no node there (the scheduler's does). Upstream fails the mount of every
+// PersistentVolume while the kubelet cannot read its Node; here only
+// those with node affinity wait for it. A FailedMount of another kind names the pod's
+// volume, not the PersistentVolume as upstream.
 package volumes

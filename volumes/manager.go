@@ -56,9 +56,11 @@ type Config struct {
 	// Plugins are the host's own volume types, consulted in order before
 	// the built-in ones (so one may also replace a built-in type).
 	Plugins []Plugin
-	// Node returns the node as last read, to check a local
-	// PersistentVolume's node affinity. nil: not checked (the scheduler
-	// did).
+	// Node returns the node as last read: the labels every
+	// PersistentVolume's required node affinity is checked against before
+	// it is mounted (hostPath, local, or a plugin's such as csi). nil, or
+	// returning nil: a PersistentVolume with node affinity is refused
+	// (ErrNodeUnknown); one without is mounted.
 	Node func() *v1.Node
 	// UsagePeriod is how long Usage serves a pod's last measurement;
 	// default DefaultUsagePeriod.
@@ -242,7 +244,7 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *v1.Pod) error {
 		if err == nil {
 			continue
 		}
-		msg := fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", v.Name, err)
+		msg := failedMountMessage(v.Name, err)
 		if m.cfg.Recorder != nil {
 			m.cfg.Recorder.Event(pod, v1.EventTypeWarning, "FailedMount", msg)
 		}

@@ -10,7 +10,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 )
 
 // pvcProtectionFinalizer keeps a claim in use from being deleted; a claim
@@ -19,9 +18,11 @@ const pvcProtectionFinalizer = "kubernetes.io/pvc-protection"
 
 // pvcPlugin: a persistentVolumeClaim (or a generic ephemeral volume's
 // claim), read as the node identity and resolved to its bound
-// PersistentVolume. hostPath and local PersistentVolumes are the node's
-// own paths and are mounted from there; other sources, and volumeMode
-// Block, are refused by name.
+// PersistentVolume, whose required node affinity must select the node
+// (whatever its source). hostPath and local PersistentVolumes are the
+// node's own paths and are mounted from there; other sources, and
+// volumeMode Block, are refused by name unless a PersistentPlugin mounts
+// them.
 type pvcPlugin struct{ m *Manager }
 
 func (pvcPlugin) Name() string { return "" } // nothing kept in the pod's directory
@@ -42,6 +43,9 @@ func (p pvcPlugin) SetUp(ctx context.Context, v Volume) (Mount, error) {
 		return Mount{}, fmt.Errorf("error processing PVC %s/%s: %w", v.Pod.Namespace, claim, err)
 	}
 	if err := checkVolumeMode(v.Pod, v.Spec.Name, pv); err != nil {
+		return Mount{}, err
+	}
+	if err := p.m.checkNodeAffinity(pv); err != nil {
 		return Mount{}, err
 	}
 	if err := p.m.checkReadWriteOncePod(pv, v.Pod.UID); err != nil {
@@ -65,9 +69,6 @@ func (p pvcPlugin) mount(ctx context.Context, v Volume, pv *v1.PersistentVolume,
 		mnt.HostPath = pv.Spec.HostPath.Path
 		return mnt, checkHostPath(pv.Spec.HostPath)
 	case pv.Spec.Local != nil:
-		if err := p.m.checkNodeAffinity(pv); err != nil {
-			return Mount{}, err
-		}
 		mnt.HostPath = pv.Spec.Local.Path
 		info, err := os.Stat(mnt.HostPath)
 		if err != nil {
@@ -167,26 +168,6 @@ func checkVolumeMode(pod *v1.Pod, name string, pv *v1.PersistentVolume) error {
 		return fmt.Errorf("volume %s has volumeMode Filesystem, but is specified in volumeDevices", name)
 	case block:
 		return fmt.Errorf("volume %s: volumeMode Block (raw block devices) is not supported by this node agent", name)
-	}
-	return nil
-}
-
-// checkNodeAffinity refuses a PersistentVolume whose node affinity does
-// not select this node (Config.Node; not checked without it).
-func (m *Manager) checkNodeAffinity(pv *v1.PersistentVolume) error {
-	if m.cfg.Node == nil || pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
-		return nil
-	}
-	node := m.cfg.Node()
-	if node == nil {
-		return errors.New("the node is not known yet")
-	}
-	sel, err := nodeaffinity.NewNodeSelector(pv.Spec.NodeAffinity.Required)
-	if err != nil {
-		return fmt.Errorf("PersistentVolume %s: node affinity: %w", pv.Name, err)
-	}
-	if !sel.Match(node) {
-		return fmt.Errorf("PersistentVolume %s: its node affinity does not select node %s", pv.Name, node.Name)
 	}
 	return nil
 }

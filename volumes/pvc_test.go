@@ -90,7 +90,7 @@ func TestPersistentVolumeClaimFailures(t *testing.T) {
 		"csi":      "PersistentVolume pv-csi: volume type csi (driver ebs.csi.aws.com) is not supported by this node agent",
 		"nfs":      "PersistentVolume pv-nfs: volume type nfs is not supported by this node agent",
 		"block":    "volume v: volumeMode Block (raw block devices) is not supported by this node agent",
-		"far":      "PersistentVolume pv-far: its node affinity does not select node n1",
+		"far":      `MountVolume.NodeAffinity check failed for volume "pv-far" : no matching NodeSelectorTerms`,
 	} {
 		pod := testPod(claimVolume("v", claim, false))
 		pod.UID = types.UID("uid-" + claim)

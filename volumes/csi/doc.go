@@ -14,6 +14,34 @@
 // its topology labels. Deregistering removes the CSINode entry and the
 // annotation.
 //
+// Registrations are checked, since anything that can put a socket in the
+// registration directory can register a driver. ValidatePlugin and
+// RegisterPlugin refuse:
+//
+//   - a driver name that is not a DNS-1123 subdomain of at most 63
+//     characters (upstream's rule for CSIDriver names;
+//     ErrInvalidDriverName): the name goes into paths on the node;
+//   - an endpoint that is not a Unix socket: an absolute path, or one
+//     after unix:// or unix: (ErrInvalidEndpoint). The driver is dialled
+//     on that socket and nothing else, since its calls carry secrets and
+//     service account tokens;
+//   - a name registered from another socket, unless the newcomer offers
+//     a higher CSI version (ErrAlreadyRegistered); from the same socket a
+//     registration always replaces the previous one;
+//   - a topology label that would change a label the Node has
+//     (ErrTopologyCollision, upstream's message "detected topology value
+//     collision: driver reported ..."): the Node's labels (its hostname
+//     and zone drive scheduling and local volumes' affinity) are not a
+//     driver's to rewrite. Nothing is written then: not the Node, not the
+//     CSINode, and the driver is not registered.
+//
+// A vol_data.json is read from the node's disk, not necessarily written
+// by this agent: one that does not name a valid driver and a volume
+// handle is refused (ErrInvalidVolData) and nothing is done for it. Every
+// path built from a driver name or a volume handle, and each volume
+// directory given, is checked to lie under the root directory
+// (ErrUnsafePath).
+//
 // Plugin sets a volume up through its driver's node service, with the
 // kubelet's paths, so tools that inspect a node find what they expect:
 //
@@ -21,7 +49,8 @@
 //     Ephemeral lifecycle mode, is published at
 //     <root>/pods/<uid>/volumes/kubernetes.io~csi/<name>/mount with the
 //     handle csi-<sha256(pod UID, name)>;
-//   - a persistent volume (the claim resolved by the volumes.Manager) of a
+//   - a persistent volume (the claim resolved, and its node affinity
+//     checked against the node's labels, by the volumes.Manager) of a
 //     driver that attaches (its CSIDriver does not say attachRequired:
 //     false) is first checked attached: listed in the node status's
 //     volumesAttached by the attach/detach controller, and its
@@ -75,4 +104,9 @@
 // contexts are not implemented, nor in-tree plugin migration (the CSINode
 // has no migrated-plugins annotation). A restarted agent stages again a
 // volume already staged (NodeStageVolume is idempotent by the spec).
+// Upstream refuses a driver name already registered unless the newcomer's
+// version is higher, whatever its socket; here a registration from the
+// same socket is accepted too (a driver that restarted). A failed
+// registration leaves what an earlier registration of the name published
+// (upstream's uninstalls the name's node information).
 package csi

@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -44,9 +45,16 @@ type DriversConfig struct {
 // Drivers is the registry of the node's CSI drivers: a
 // pluginwatch.Handler for plugins of type "CSIPlugin". Registering a
 // driver asks it for its node ID, volume limit and topology and publishes
-// them as the kubelet does; deregistering removes them.
+// them as the kubelet does; deregistering removes them. A driver is
+// registered only with a valid name, from a Unix socket, and does not
+// replace a registered driver of the same name from another socket
+// unless it offers a higher version.
 type Drivers struct {
 	cfg DriversConfig
+
+	// reg serialises registrations and deregistrations, so that the
+	// checks of one hold until its driver is in place.
+	reg sync.Mutex
 
 	mu      sync.Mutex
 	drivers map[string]*driver
@@ -54,9 +62,11 @@ type Drivers struct {
 
 // driver is a registered driver's connection.
 type driver struct {
-	name, endpoint string
-	conn           *grpc.ClientConn
-	node           csipb.NodeClient
+	name     string
+	endpoint string // the socket's path, cleaned
+	version  *utilversion.Version
+	conn     *grpc.ClientConn
+	node     csipb.NodeClient
 }
 
 // NewDrivers checks cfg and returns an empty registry.
@@ -76,44 +86,63 @@ func NewDrivers(cfg DriversConfig) (*Drivers, error) {
 	return &Drivers{cfg: cfg, drivers: map[string]*driver{}}, nil
 }
 
-// ValidatePlugin accepts a driver that names itself and speaks CSI 1.x.
-func (d *Drivers) ValidatePlugin(name, _ string, versions []string) error {
-	if name == "" {
-		return errors.New("the CSI driver has no name")
-	}
-	for _, v := range versions {
-		if major, _, _ := strings.Cut(strings.TrimPrefix(v, "v"), "."); major == "1" {
-			return nil
-		}
-	}
-	return fmt.Errorf("none of the versions %v of CSI driver %s is supported (want 1.x)", versions, name)
+// ValidatePlugin accepts a driver with a valid name (a DNS-1123
+// subdomain of at most 63 characters) whose endpoint is a Unix socket
+// and which speaks CSI 1.x, unless a driver of the same name is
+// registered from another socket with a version not lower than this
+// one's highest.
+func (d *Drivers) ValidatePlugin(name, endpoint string, versions []string) error {
+	_, _, err := d.admit("ValidatePlugin", name, endpoint, versions)
+	return err
 }
 
-// RegisterPlugin connects to the driver at endpoint, reads its node
-// information (NodeGetInfo) and publishes it: the driver's entry in the
-// CSINode object (node ID, topology keys, the volume limit as its
-// allocatable count), the node's csi.volume.kubernetes.io/nodeid
-// annotation and topology labels. The driver's volumes can be mounted
-// from then on.
-func (d *Drivers) RegisterPlugin(ctx context.Context, name, endpoint string, _ []string) error {
-	addr := endpoint
-	if !strings.Contains(addr, "://") {
-		addr = "unix://" + addr
+// admit checks a registration as ValidatePlugin says and returns the
+// socket's path and the highest version offered.
+func (d *Drivers) admit(caller, name, endpoint string, versions []string) (string, *utilversion.Version, error) {
+	if err := checkDriverName(name); err != nil {
+		return "", nil, fmt.Errorf("%s for CSI driver %q failed: %w", caller, name, err)
 	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	path, err := socketPath(endpoint)
 	if err != nil {
-		return fmt.Errorf("connect to CSI driver %s at %s: %w", name, endpoint, err)
+		return "", nil, fmt.Errorf("%s for CSI driver %q failed: %w", caller, name, err)
 	}
-	drv := &driver{name: name, endpoint: endpoint, conn: conn, node: csipb.NewNodeClient(conn)}
-	callCtx, cancel := clockctx.WithTimeout(ctx, d.cfg.Clock, d.cfg.Timeout)
-	info, err := drv.node.NodeGetInfo(callCtx, &csipb.NodeGetInfoRequest{})
-	cancel()
-	if err == nil && info.GetNodeId() == "" {
-		err = errors.New("the driver returned an empty node ID")
+	version, err := utilversion.HighestSupportedVersion(versions)
+	if err != nil {
+		return "", nil, fmt.Errorf("%s for CSI driver %q failed: none of the versions %q is supported (want 1.x): %w",
+			caller, name, versions, err)
 	}
-	if err == nil && info.GetMaxVolumesPerNode() < 0 {
-		err = fmt.Errorf("the driver returned a negative maximum of volumes per node (%d)", info.GetMaxVolumesPerNode())
+	d.mu.Lock()
+	old := d.drivers[name]
+	d.mu.Unlock()
+	if old != nil && old.endpoint != path && !old.version.LessThan(version) {
+		return "", nil, fmt.Errorf("%s for CSI driver %q failed: %w at %s with supported version %q, not lower than %q offered at %s",
+			caller, name, ErrAlreadyRegistered, old.endpoint, old.version, version, path)
 	}
+	return path, version, nil
+}
+
+// RegisterPlugin checks the driver as ValidatePlugin does, connects to
+// its Unix socket, reads its node information (NodeGetInfo) and publishes
+// it: the driver's entry in the CSINode object (node ID, topology keys,
+// the volume limit as its allocatable count), the node's
+// csi.volume.kubernetes.io/nodeid annotation and topology labels. A
+// topology label the Node has with another value fails the registration
+// (ErrTopologyCollision) and leaves the Node and the CSINode as they
+// were. The driver's volumes can be mounted from then on; it replaces a
+// driver of the same name registered before.
+func (d *Drivers) RegisterPlugin(ctx context.Context, name, endpoint string, versions []string) error {
+	d.reg.Lock()
+	defer d.reg.Unlock()
+	path, version, err := d.admit("RegisterPlugin", name, endpoint, versions)
+	if err != nil {
+		return err
+	}
+	conn, err := dialUnix(path)
+	if err != nil {
+		return fmt.Errorf("connect to CSI driver %s at %s: %w", name, path, err)
+	}
+	drv := &driver{name: name, endpoint: path, version: version, conn: conn, node: csipb.NewNodeClient(conn)}
+	info, err := d.nodeInfo(ctx, drv)
 	if err == nil && d.cfg.Client != nil {
 		err = d.installNodeInfo(ctx, name, info)
 	}
@@ -128,17 +157,50 @@ func (d *Drivers) RegisterPlugin(ctx context.Context, name, endpoint string, _ [
 	if old != nil {
 		_ = old.conn.Close()
 	}
-	klog.FromContext(ctx).V(2).Info("Registered CSI driver", "driver", name, "endpoint", endpoint, "nodeID", info.GetNodeId())
+	klog.FromContext(ctx).V(2).Info("Registered CSI driver", "driver", name, "endpoint", path, "version", version, "nodeID", info.GetNodeId())
 	return nil
+}
+
+// dialUnix makes a client of the Unix socket at path, and nothing else:
+// the target is never resolved, whatever it looks like.
+func dialUnix(path string) (*grpc.ClientConn, error) {
+	dial := func(ctx context.Context, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
+	}
+	return grpc.NewClient("passthrough:///localhost", grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(dial))
+}
+
+// nodeInfo asks a driver for its node information and checks it.
+func (d *Drivers) nodeInfo(ctx context.Context, drv *driver) (*csipb.NodeGetInfoResponse, error) {
+	callCtx, cancel := clockctx.WithTimeout(ctx, d.cfg.Clock, d.cfg.Timeout)
+	defer cancel()
+	info, err := drv.node.NodeGetInfo(callCtx, &csipb.NodeGetInfoRequest{})
+	switch {
+	case err != nil:
+		return nil, err
+	case info.GetNodeId() == "":
+		return nil, errors.New("the driver returned an empty node ID")
+	case info.GetMaxVolumesPerNode() < 0:
+		return nil, fmt.Errorf("the driver returned a negative maximum of volumes per node (%d)", info.GetMaxVolumesPerNode())
+	}
+	return info, nil
 }
 
 // DeregisterPlugin forgets the driver registered at endpoint and removes
 // its entry from the CSINode object and the node annotation (topology
 // labels stay, as upstream).
 func (d *Drivers) DeregisterPlugin(ctx context.Context, name, endpoint string) {
+	d.reg.Lock()
+	defer d.reg.Unlock()
+	path, err := socketPath(endpoint)
+	if err != nil {
+		return // nothing is registered from there
+	}
 	d.mu.Lock()
 	drv := d.drivers[name]
-	if drv == nil || drv.endpoint != endpoint {
+	if drv == nil || drv.endpoint != path {
 		d.mu.Unlock()
 		return // replaced by a newer registration meanwhile
 	}

@@ -59,3 +59,44 @@ func TestClaimThroughTheVolumeManager(t *testing.T) {
 	_, err = os.Stat(filepath.Join(e.root, "pods", string(p.UID)))
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
+
+// A CSI PersistentVolume whose node affinity does not select the node is
+// refused by the volume manager before its driver is called, with the
+// kubelet's message; without the node it is refused too.
+func TestClaimWithNodeAffinityElsewhere(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, &csitest.Driver{}, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: drvName},
+		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)}})
+	claim := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "claim-uid"},
+		Spec: v1.PersistentVolumeClaimSpec{VolumeName: "pv-1"}, Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound}}
+	pv := persistentVolume("pv-1", "vol-1")
+	pv.Spec.CSI.NodeStageSecretRef = nil
+	pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: "ns", Name: "c", UID: "claim-uid"}
+	pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+		MatchExpressions: []v1.NodeSelectorRequirement{{Key: "topology.kubernetes.io/zone", Operator: v1.NodeSelectorOpIn, Values: []string{"z2"}}}}}}}
+	_, err := e.client.CoreV1().PersistentVolumeClaims("ns").Create(ctx, claim, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = e.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
+	require.NoError(t, err)
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, Labels: map[string]string{"topology.kubernetes.io/zone": "z1"}}}
+	for _, tc := range []struct {
+		name string
+		node func() *v1.Node
+		want string
+	}{
+		{name: "another zone", node: func() *v1.Node { return node },
+			want: `MountVolume.NodeAffinity check failed for volume "pv-1" : no matching NodeSelectorTerms`},
+		{name: "no node", want: `MountVolume.NodeAffinity check failed for volume "pv-1" : volumes: the node is not known`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vm, err := volumes.New(volumes.Config{RootDir: e.root, Client: e.client, Plugins: []volumes.Plugin{e.plugin},
+				Mounter: volumes.DirOnly, Node: tc.node})
+			require.NoError(t, err)
+			p := pod("0b1c7a9e-0000-4000-8000-000000000003", v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{
+				PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}})
+			p.Spec.Containers = []v1.Container{{Name: "c", VolumeMounts: []v1.VolumeMount{{Name: "data", MountPath: "/data"}}}}
+			require.ErrorContains(t, vm.SetUpPod(ctx, p), tc.want)
+			require.Empty(t, e.driver.Calls("NodeGetCapabilities", "NodeStageVolume", "NodePublishVolume"))
+		})
+	}
+}

@@ -25,20 +25,18 @@ func (d *Drivers) InitCSINode(ctx context.Context) error {
 	return d.updateCSINode(ctx, func(*storagev1.CSINode) bool { return false })
 }
 
-// installNodeInfo publishes a driver's node information.
+// installNodeInfo publishes a driver's node information: the Node's
+// annotation and topology labels in one write, then the CSINode entry. A
+// topology label the Node has with another value fails it before
+// anything is written.
 func (d *Drivers) installNodeInfo(ctx context.Context, name string, info *csipb.NodeGetInfoResponse) error {
 	topology := info.GetAccessibleTopology().GetSegments()
-	err := d.updateNode(ctx, func(n *v1.Node) bool {
-		changed := setNodeID(n, name, info.GetNodeId())
-		for k, v := range topology {
-			if n.Labels[k] != v {
-				if n.Labels == nil {
-					n.Labels = map[string]string{}
-				}
-				n.Labels[k], changed = v, true
-			}
+	err := d.updateNode(ctx, func(n *v1.Node) (bool, error) {
+		if err := checkTopology(n, topology); err != nil {
+			return false, err
 		}
-		return changed
+		changed := setNodeID(n, name, info.GetNodeId())
+		return setLabels(n, topology) || changed, nil
 	})
 	if err != nil {
 		return fmt.Errorf("update the node's CSI annotation and topology labels: %w", err)
@@ -78,7 +76,35 @@ func (d *Drivers) uninstallNodeInfo(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	return d.updateNode(ctx, func(n *v1.Node) bool { return setNodeID(n, name, "") })
+	return d.updateNode(ctx, func(n *v1.Node) (bool, error) { return setNodeID(n, name, ""), nil })
+}
+
+// checkTopology refuses a driver's topology that would change a label the
+// Node has (upstream's rule and message): the hostname, zone or region
+// labels drive scheduling and local volumes' affinity, and are not a
+// driver's to rewrite.
+func checkTopology(n *v1.Node, topology map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(topology)) {
+		if cur, ok := n.Labels[k]; ok && cur != topology[k] {
+			return fmt.Errorf("%w: driver reported %q:%q but existing label is %q:%q", ErrTopologyCollision, k, topology[k], k, cur)
+		}
+	}
+	return nil
+}
+
+// setLabels adds the driver's topology labels, reporting whether any
+// changed.
+func setLabels(n *v1.Node, topology map[string]string) bool {
+	changed := false
+	for k, v := range topology {
+		if cur, ok := n.Labels[k]; !ok || cur != v {
+			if n.Labels == nil {
+				n.Labels = map[string]string{}
+			}
+			n.Labels[k], changed = v, true
+		}
+	}
+	return changed
 }
 
 // setNodeID sets (or with "" removes) a driver's entry of the node ID
@@ -118,16 +144,18 @@ func sameCount(a, b *storagev1.VolumeNodeResources) bool {
 }
 
 // updateNode applies change to the Node and writes it if it changed,
-// retrying on conflicts.
-func (d *Drivers) updateNode(ctx context.Context, change func(*v1.Node) bool) error {
+// retrying on conflicts; an error of change is returned, and nothing
+// written.
+func (d *Drivers) updateNode(ctx context.Context, change func(*v1.Node) (bool, error)) error {
 	nodes := d.cfg.Client.CoreV1().Nodes()
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		n, err := nodes.Get(ctx, d.cfg.NodeName, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if !change(n) {
-			return nil
+		changed, err := change(n)
+		if err != nil || !changed {
+			return err
 		}
 		_, err = nodes.Update(ctx, n, metav1.UpdateOptions{})
 		return err

@@ -61,6 +61,9 @@ type Config struct {
 // registered driver's node service. Add it to volumes.Config.Plugins.
 type Plugin struct {
 	cfg Config
+	// rootAsGiven is Config.RootDir before symlinks were resolved: a
+	// volume directory under either is under the root directory.
+	rootAsGiven string
 
 	mu        sync.Mutex
 	published map[string]volumes.Mount // by volume directory
@@ -87,6 +90,7 @@ func New(cfg Config) (*Plugin, error) {
 	case cfg.Timeout < 0:
 		return nil, fmt.Errorf("%w: Timeout %v is negative", ErrInvalidConfig, cfg.Timeout)
 	}
+	given := filepath.Clean(cfg.RootDir)
 	root, err := filepath.EvalSymlinks(cfg.RootDir)
 	if err == nil {
 		cfg.RootDir = root // as the volumes.Manager resolves it
@@ -100,7 +104,7 @@ func New(cfg Config) (*Plugin, error) {
 	if cfg.Mounter == nil {
 		cfg.Mounter = volumes.HostMounter
 	}
-	return &Plugin{cfg: cfg, published: map[string]volumes.Mount{}, staged: map[string]bool{},
+	return &Plugin{cfg: cfg, rootAsGiven: given, published: map[string]volumes.Mount{}, staged: map[string]bool{},
 		settingUp: map[string]int{}, locks: map[string]*sync.Mutex{}}, nil
 }
 
@@ -136,6 +140,9 @@ func (p *Plugin) SetUp(ctx context.Context, v volumes.Volume) (volumes.Mount, er
 	if ok {
 		return mnt, nil
 	}
+	if err := p.checkVolumeDir(v.Dir); err != nil {
+		return volumes.Mount{}, err
+	}
 	args := p.argsOf(v)
 	node, err := p.cfg.Drivers.node(args.driver)
 	if err != nil {
@@ -169,7 +176,9 @@ func (p *Plugin) SetUp(ctx context.Context, v volumes.Volume) (volumes.Mount, er
 			return volumes.Mount{}, err
 		}
 		if caps[csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] {
-			staging = p.stagingPath(args.driver, args.handle)
+			if staging, err = p.stagingPath(args.driver, args.handle); err != nil {
+				return volumes.Mount{}, err
+			}
 		}
 	}
 	secrets, err := p.secrets(ctx, args.secretRef)

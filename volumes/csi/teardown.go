@@ -23,6 +23,9 @@ import (
 // node uses it. A driver not registered (yet, or any more) is an error:
 // the volume stays, and the pod's teardown is retried.
 func (p *Plugin) TearDown(ctx context.Context, dir string) error {
+	if err := p.checkVolumeDir(dir); err != nil {
+		return err
+	}
 	data, err := loadVolData(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		// Never published, or torn down but for the directory.
@@ -75,7 +78,10 @@ func (p *Plugin) removeVolumeDir(dir string) error {
 // unstageIfUnused unstages a persistent volume no pod directory on the
 // node refers to any more.
 func (p *Plugin) unstageIfUnused(ctx context.Context, driver, handle string) error {
-	staging := p.stagingPath(driver, handle)
+	staging, err := p.stagingPath(driver, handle)
+	if err != nil {
+		return fmt.Errorf("UnmountDevice failed for volume %s: %w", handle, err)
+	}
 	dataDir := filepath.Dir(staging)
 	unlock := p.lock(staging)
 	defer unlock()
@@ -125,8 +131,8 @@ func (p *Plugin) podVolumes(match func(map[string]string) bool) ([]map[string]st
 	var out []map[string]string
 	for _, d := range dirs {
 		data, err := loadVolData(d)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, ErrInvalidVolData) {
+			continue // no volume, or none of a valid driver's
 		}
 		if err != nil {
 			return nil, err

@@ -34,15 +34,25 @@ func saveVolData(dir string, data map[string]string) error {
 	return os.Rename(tmp, filepath.Join(dir, volDataFile))
 }
 
-// loadVolData reads dir/vol_data.json; os.ErrNotExist if there is none.
+// loadVolData reads dir/vol_data.json; os.ErrNotExist if there is none,
+// ErrInvalidVolData if it does not name a valid driver and a volume
+// handle. The file is on the node's disk, not necessarily written by this
+// agent: what it names is checked before any path is built from it.
 func loadVolData(dir string) (map[string]string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, volDataFile))
+	path := filepath.Join(dir, volDataFile)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	data := map[string]string{}
 	if err := json.Unmarshal(b, &data); err != nil {
-		return nil, fmt.Errorf("volume data %s: %w", filepath.Join(dir, volDataFile), err)
+		return nil, fmt.Errorf("volume data %s: %w", path, err)
+	}
+	if err := checkDriverName(data[keyDriverName]); err != nil {
+		return nil, fmt.Errorf("%w %s: %w", ErrInvalidVolData, path, err)
+	}
+	if data[keyVolumeHandle] == "" {
+		return nil, fmt.Errorf("%w %s: no volume handle", ErrInvalidVolData, path)
 	}
 	return data, nil
 }
@@ -61,9 +71,23 @@ func ephemeralHandle(podUID, volume string) string {
 
 // stagingPath is where a persistent volume is staged for all its pods:
 // <root>/plugins/kubernetes.io/csi/<driver>/<sha256(handle)>/globalmount.
-func (p *Plugin) stagingPath(driver, handle string) string {
-	return filepath.Join(p.cfg.RootDir, "plugins", "kubernetes.io", "csi", driver,
+// An invalid driver name, or a path not under the root directory, is an
+// error.
+func (p *Plugin) stagingPath(driver, handle string) (string, error) {
+	if err := checkDriverName(driver); err != nil {
+		return "", err
+	}
+	return underRoot(p.cfg.RootDir, "plugins", "kubernetes.io", "csi", driver,
 		fmt.Sprintf("%x", sha256.Sum256([]byte(handle))), "globalmount")
+}
+
+// checkVolumeDir refuses a volume directory (given by the volumes.Manager
+// or a host) that is not under the root directory.
+func (p *Plugin) checkVolumeDir(dir string) error {
+	if within(p.cfg.RootDir, dir) || within(p.rootAsGiven, dir) {
+		return nil
+	}
+	return fmt.Errorf("%w: volume directory %q", ErrUnsafePath, dir)
 }
 
 // uniqueName is the volume's name in node status (volumesInUse,

@@ -68,6 +68,13 @@ func (d *Driver) Serve(socket string) error {
 	if err != nil {
 		return err
 	}
+	d.ServeListener(l)
+	return nil
+}
+
+// ServeListener serves the driver on l, of any network (a TCP one, to
+// check that a client refuses it), until Stop.
+func (d *Driver) ServeListener(l net.Listener) {
 	d.mu.Lock()
 	d.staged, d.targets = map[string]string{}, map[string]string{}
 	d.srv = grpc.NewServer()
@@ -76,7 +83,6 @@ func (d *Driver) Serve(socket string) error {
 	csipb.RegisterNodeServer(d.srv, d)
 	registerapi.RegisterRegistrationServer(d.srv, d)
 	go func() { _ = d.srv.Serve(l) }()
-	return nil
 }
 
 // Stop stops serving (a hung call is released first) and removes the
