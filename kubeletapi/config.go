@@ -65,10 +65,14 @@ type Config struct {
 	// API server's kubelet client is.
 	MultiNode bool
 
-	// Addr is the HTTPS address of the authenticated API. Default ":10250".
+	// Addr is the HTTPS address of the authenticated API. Default ":10250";
+	// Disabled: Run does not serve it (a host that serves Handler itself).
 	Addr string
 	// Listener, if set, is used instead of listening on Addr (a host that
 	// must know the bound port before Run, e.g. with port 0). Run closes it.
+	// New asks it for its address (see Auth.InsecureAnonymousOnNetwork)
+	// unless Addr is set too, naming where it is bound (for a listener
+	// that binds on first use).
 	Listener net.Listener
 	// HealthzAddr serves plain-HTTP /healthz only, without authentication.
 	// Default "127.0.0.1:10248"; Disabled turns it off.
@@ -194,6 +198,56 @@ type AuthConfig struct {
 	AuthorizationAllowTTL, AuthorizationDenyTTL time.Duration
 	// WebhookTimeout bounds each review request. Default 10s.
 	WebhookTimeout time.Duration
+
+	// InsecureAnonymousOnNetwork lets New accept Anonymous with
+	// AlwaysAllow on an address other hosts can reach (not loopback):
+	// every client that can connect may then exec into, attach to and
+	// read the logs of every container. For tests and isolated networks
+	// only; without it New refuses such a Config with ErrOpenAPI.
+	InsecureAnonymousOnNetwork bool
+}
+
+// ErrOpenAPI is returned (wrapped in ErrInvalidConfig) for a Config that
+// would let anyone who can reach the API exec into every container:
+// anonymous requests authorized by AlwaysAllow on a non-loopback address.
+var ErrOpenAPI = errors.New("kubeletapi: anonymous requests with AlwaysAllow authorization on a network address would let anyone who can reach it exec into every container")
+
+// checkExposure refuses an open API (ErrOpenAPI) unless opted into.
+func (c *Config) checkExposure() error {
+	a := c.Auth
+	if !a.Anonymous || !a.AlwaysAllow || a.InsecureAnonymousOnNetwork || c.Authenticator != nil || c.Authorizer != nil {
+		return nil
+	}
+	addr := c.Addr
+	if c.Listener != nil && (addr == "" || addr == Disabled) {
+		addr = c.Listener.Addr().String()
+	}
+	switch addr {
+	case "":
+		addr = DefaultAddr
+	case Disabled:
+		return nil
+	}
+	if IsLoopback(addr) {
+		return nil
+	}
+	return fmt.Errorf("%w: %w (%s): bind it to a loopback address, authenticate clients (Auth.ClientCAFile, Auth.TokenReview) "+
+		"or authorize them (Auth.SubjectAccessReview)", ErrInvalidConfig, ErrOpenAPI, addr)
+}
+
+// IsLoopback reports whether the host of a host:port address is a
+// loopback address or "localhost" (an empty or unspecified host listens
+// on every interface).
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // ErrInvalidConfig wraps every error New returns for a bad Config.
@@ -241,6 +295,9 @@ func (c *Config) defaults() error {
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if err := c.checkExposure(); err != nil {
+		return err
 	}
 	if c.Addr == "" {
 		c.Addr = DefaultAddr

@@ -2,6 +2,7 @@ package kubeletapi_test
 
 import (
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,7 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/nodekit/nodekit/kubeclient/clientset"
 	"github.com/nodekit/nodekit/kubeletapi"
 )
 
@@ -68,6 +71,56 @@ func TestNewValidation(t *testing.T) {
 			for _, w := range tt.want {
 				require.ErrorContains(t, err, w)
 			}
+		})
+	}
+}
+
+// TestNewRefusesOpenAPI: anonymous requests authorized by AlwaysAllow are
+// refused on any address other hosts can reach, unless opted into.
+func TestNewRefusesOpenAPI(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	loopback, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer loopback.Close()
+	wildcard, err := net.Listen("tcp", ":0")
+	require.NoError(t, err)
+	defer wildcard.Close()
+	for _, tc := range []struct {
+		name   string
+		mutate func(*kubeletapi.Config)
+		open   bool
+	}{
+		{"default address", func(c *kubeletapi.Config) { c.Addr = "" }, true},
+		{"every interface", func(c *kubeletapi.Config) { c.Addr = "0.0.0.0:10250" }, true},
+		{"IPv6 any", func(c *kubeletapi.Config) { c.Addr = "[::]:10250" }, true},
+		{"node address", func(c *kubeletapi.Config) { c.Addr = "10.0.0.7:10250" }, true},
+		{"host name", func(c *kubeletapi.Config) { c.Addr = "node-1:10250" }, true},
+		{"listener on every interface", func(c *kubeletapi.Config) { c.Addr, c.Listener = "", wildcard }, true},
+		{"listener, Addr disabled", func(c *kubeletapi.Config) { c.Addr, c.Listener = kubeletapi.Disabled, wildcard }, true},
+		{"loopback", func(c *kubeletapi.Config) { c.Addr = "127.0.0.1:10250" }, false},
+		{"IPv6 loopback", func(c *kubeletapi.Config) { c.Addr = "[::1]:10250" }, false},
+		{"localhost", func(c *kubeletapi.Config) { c.Addr = "localhost:10250" }, false},
+		{"loopback listener", func(c *kubeletapi.Config) { c.Addr, c.Listener = "", loopback }, false},
+		{"listener bound later, Addr names it", func(c *kubeletapi.Config) { c.Addr, c.Listener = "127.0.0.1:10250", wildcard }, false},
+		{"not served (Handler only)", func(c *kubeletapi.Config) { c.Addr = kubeletapi.Disabled }, false},
+		{"opted into", func(c *kubeletapi.Config) { c.Addr, c.Auth.InsecureAnonymousOnNetwork = ":10250", true }, false},
+		{"client certificates", func(c *kubeletapi.Config) {
+			c.Addr, c.Auth.Anonymous, c.Auth.ClientCAFile = ":10250", false, servingCertFile
+		}, false},
+		{"anonymous, Webhook authorization", func(c *kubeletapi.Config) {
+			c.Addr, c.Auth.AlwaysAllow, c.Auth.SubjectAccessReview = ":10250", false, clientset.Wrap(fake.NewClientset())
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, _ := baseConfig()
+			tc.mutate(&cfg)
+			_, err := kubeletapi.New(cfg)
+			if !tc.open {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, kubeletapi.ErrOpenAPI)
+			require.ErrorIs(t, err, kubeletapi.ErrInvalidConfig)
 		})
 	}
 }

@@ -28,8 +28,10 @@ func ExampleServer_Handler() {
 
 	srv, err := kubeletapi.New(kubeletapi.Config{
 		NodeName: "node-1",
-		// Tests and demos only: production uses ClientCAFile, TokenReview
-		// and SubjectAccessReview.
+		// Tests and demos only, served through Handler here (Run would
+		// refuse anonymous AlwaysAllow on a network address): production
+		// uses ClientCAFile, TokenReview and SubjectAccessReview.
+		Addr: kubeletapi.Disabled,
 		Auth: kubeletapi.AuthConfig{Anonymous: true, AlwaysAllow: true},
 		Pods: pods,
 		Logs: logs,

@@ -106,6 +106,7 @@ func baseConfig() (kubeletapi.Config, *fakes) {
 		NodeName:    nodeName,
 		TLSCertFile: servingCertFile,
 		TLSKeyFile:  servingKeyFile,
+		Addr:        "127.0.0.1:0",
 		Auth:        kubeletapi.AuthConfig{Anonymous: true, AlwaysAllow: true},
 		Pods:        f.pods,
 		Logs:        f.logs,

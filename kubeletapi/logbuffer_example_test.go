@@ -42,8 +42,9 @@ func ExampleLogBuffer() {
 
 	srv, err := kubeletapi.New(kubeletapi.Config{
 		NodeName: "node-1",
-		// Tests and demos only: production uses ClientCAFile, TokenReview
-		// and SubjectAccessReview.
+		// Tests and demos only, served through Handler here: production
+		// uses ClientCAFile, TokenReview and SubjectAccessReview.
+		Addr: kubeletapi.Disabled,
 		Auth: kubeletapi.AuthConfig{Anonymous: true, AlwaysAllow: true},
 		Pods: kubeletapitest.NewPodLister(pod),
 		Logs: logs,

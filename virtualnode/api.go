@@ -101,6 +101,9 @@ func (a *Agent) buildAPI() error {
 			AlwaysAllow:  c.AuthorizationMode == AuthorizationAlwaysAllow,
 		},
 	}
+	if c.Listener == nil {
+		cfg.Addr = c.Addr // where apiLn will bind: kubeletapi.New must not bind it to ask
+	}
 	if c.TokenWebhook {
 		cfg.Auth.TokenReview = a.cfg.Client
 	}

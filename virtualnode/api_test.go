@@ -229,4 +229,17 @@ func TestAPIConfigInvalid(t *testing.T) {
 	_, err = New(Config{Client: clientset.Wrap(cs), Nodes: []string{"a"}, API: api, Provider: sim})
 	require.NoError(t, err)
 	require.Empty(t, api.AuthorizationMode, "defaults go to a copy")
+
+	// Anonymous exec into every virtual pod from the network is refused
+	// (examples/virtualnodes listens on 0.0.0.0 by default); on loopback
+	// it is allowed, and New binds nothing to find out.
+	for addr, open := range map[string]bool{"": true, "0.0.0.0:10250": true, "127.0.0.1:10250": false} {
+		api := &APIConfig{Addr: addr, Anonymous: true, AuthorizationMode: AuthorizationAlwaysAllow}
+		_, err := New(Config{Client: clientset.Wrap(cs), Nodes: []string{"a"}, API: api, Provider: sim})
+		if open {
+			require.ErrorIs(t, err, kubeletapi.ErrOpenAPI, addr)
+		} else {
+			require.NoError(t, err, addr)
+		}
+	}
 }

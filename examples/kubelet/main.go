@@ -33,6 +33,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodekit/nodekit/examples/kubelet/agent"
+	"github.com/nodekit/nodekit/kubeletapi"
 	"github.com/nodekit/nodekit/nodecerts"
 	"github.com/nodekit/nodekit/nodestatus"
 )
@@ -328,7 +329,7 @@ func modeLine(o agent.Options, embedded bool) string {
 	api := "kubelet API off"
 	if o.APIAddr != "" {
 		api = "kubelet API on https://" + o.APIAddr
-		if !agent.IsLoopback(o.APIAddr) && o.AnonymousAuth {
+		if !kubeletapi.IsLoopback(o.APIAddr) && o.AnonymousAuth {
 			api += " (anonymous requests admitted)"
 		}
 	}

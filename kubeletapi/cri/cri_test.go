@@ -608,6 +608,7 @@ func TestExecThroughKubeletAPI(t *testing.T) {
 	require.NoError(t, err)
 	srv, err := kubeletapi.New(kubeletapi.Config{
 		NodeName: "node-1",
+		Addr:     kubeletapi.Disabled, // served through Handler
 		Auth:     kubeletapi.AuthConfig{Anonymous: true, AlwaysAllow: true},
 		Pods:     kubeletapitest.NewPodLister(pod), Streaming: rt,
 	})

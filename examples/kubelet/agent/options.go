@@ -310,8 +310,9 @@ const DefaultPodLogsDir = "/var/log/pods"
 const runtimeTimeout = 2 * time.Minute
 
 // ErrOpenAPI is returned for a kubelet API that would let anyone on the
-// network run commands in every container.
-var ErrOpenAPI = errors.New("the kubelet API would let anyone who can reach it exec into every container")
+// network run commands in every container (kubeletapi.New refuses it too;
+// Validate reports it before anything is built).
+var ErrOpenAPI = kubeletapi.ErrOpenAPI
 
 // checkExposure refuses anonymous requests authorized by AlwaysAllow on
 // an address other hosts can reach: every client could exec, attach,
@@ -324,25 +325,10 @@ func (o *Options) checkExposure() error {
 	if mode == "" && o.Kube == nil {
 		mode = AuthorizationAlwaysAllow // what buildAPI would need
 	}
-	if mode != AuthorizationAlwaysAllow || IsLoopback(o.APIAddr) {
+	if mode != AuthorizationAlwaysAllow || kubeletapi.IsLoopback(o.APIAddr) {
 		return nil
 	}
 	return fmt.Errorf("%w: anonymous authentication with AlwaysAllow authorization on %s; "+
 		"bind the API to a loopback address (--address 127.0.0.1), authenticate clients instead (--client-ca-file, "+
 		"without --anonymous-auth), or join a cluster (--kubeconfig) for Webhook authorization", ErrOpenAPI, o.APIAddr)
-}
-
-// IsLoopback reports whether the host of a host:port address is a
-// loopback address or "localhost" (an empty or unspecified host listens
-// on every interface).
-func IsLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
