@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"slices"
@@ -34,12 +35,26 @@ type Config struct {
 	set map[string]bool
 }
 
+// MaxFileSize is the largest configuration Load and Parse accept: a
+// kubeadm node's file is about 1 KiB, every field of the type written out
+// a few KiB; a larger file is a mistake or an attack on the parser.
+const MaxFileSize = 4 << 20
+
+// ErrTooLarge is returned for a configuration over MaxFileSize.
+var ErrTooLarge = errors.New("kubelet config: larger than 4 MiB")
+
 // Load reads a KubeletConfiguration file (YAML or JSON) strictly: a field
 // the type does not have, a duplicate field or a value of the wrong type
 // is an error naming the file, the line and the field; so is another
-// apiVersion or kind. Defaults are upstream's (SetDefaults).
+// apiVersion or kind, or a file over MaxFileSize (ErrTooLarge, found
+// without reading more than that). Defaults are upstream's (SetDefaults).
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet config: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("kubelet config: %w", err)
 	}
@@ -48,6 +63,9 @@ func Load(path string) (*Config, error) {
 
 // Parse is Load of data already read; name prefixes its errors.
 func Parse(name string, data []byte) (*Config, error) {
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("%w: %s", ErrTooLarge, name)
+	}
 	fail := func(line int, format string, args ...any) error {
 		where := name
 		if line > 0 {
