@@ -243,7 +243,7 @@ func testShardedTakeover(t *testing.T, fault shardFault) {
 	step := func() {
 		armed := clk.Waiters()
 		clk.Step(250 * time.Millisecond)
-		for deadline := time.Now().Add(time.Second); clk.Waiters() < armed && time.Now().Before(deadline); {
+		for deadline := time.Now().Add(3 * time.Second); clk.Waiters() < armed && time.Now().Before(deadline); {
 			time.Sleep(time.Millisecond)
 		}
 	}
@@ -298,8 +298,11 @@ func testShardedTakeover(t *testing.T, fault shardFault) {
 	took := clk.Since(cutAt)
 	t.Logf("a stopped %v, b took over %v after the cut", aStopped.Sub(cutAt), took)
 	require.False(t, aStopped.IsZero())
-	require.LessOrEqual(t, aStopped.Sub(cutAt), DefaultShardDeadline+DefaultShardPeriod+time.Second, "a stops within its renew deadline")
-	require.LessOrEqual(t, took, fault.slack+DefaultShardDuration+2*DefaultShardPeriod+2*time.Second, "b takes over within a lease duration and its looks")
+	require.LessOrEqual(t, aStopped.Sub(cutAt), DefaultShardDeadline+DefaultShardPeriod+3*time.Second, "a stops within its renew deadline (and the time its agents take to stop)")
+	// Liveness, loosely: b looks every retry period, and on a loaded
+	// machine fake time runs ahead of the replicas (by seconds under the
+	// race detector beside a build). Safety is noOverlap, at every step.
+	require.LessOrEqual(t, took, fault.slack+2*DefaultShardDuration, "b takes over within about a lease duration")
 	advanceUntil("b runs the pod on", func() bool { return simB.Len() == 1 }, noOverlap)
 	resync := clk.Now()
 	advanceUntil("b resyncs the pod", func() bool { return clk.Since(resync) > 5*time.Second }, noOverlap)
