@@ -1004,6 +1004,52 @@ func TestSyncPodSandboxRecreation(t *testing.T) {
 			assert.Equal(t, v1.PodFailed, st.Phase)
 			assert.Equal(t, v1.ConditionFalse, podCondition(t, st, v1.PodReadyToStartContainers).Status)
 		})
+		// OnFailure: a container that succeeded is not run again in the
+		// new sandbox (a Job's work is not repeated); the others are.
+		t.Run(name+"/OnFailure", func(t *testing.T) {
+			h, relist := newHarnessMaybePLEG(t, withPLEG)
+			pod := newPod("job", ctr("once", appV1), ctr("worker", appV1))
+			pod.Spec.RestartPolicy = v1.RestartPolicyOnFailure
+			h.mustSync(pod)
+			h.exit(pod, "once", 0)
+			relist()
+			assert.False(t, h.mustSync(pod))
+			h.clk.Step(time.Second)
+			require.NoError(t, h.rt.StopPodSandbox(h.ctx, h.sandboxes(pod)[0].Id))
+			relist()
+
+			assert.False(t, h.mustSync(pod), "the worker still runs")
+			require.Len(t, h.sandboxes(pod), 2)
+			assert.Len(t, h.instances(pod, "once"), 1, "not run again")
+			workers := h.instances(pod, "worker")
+			require.Len(t, workers, 2)
+			assert.Equal(t, running, workers[1].State)
+			relist()
+			h.mustSync(pod)
+			assert.Len(t, h.instances(pod, "once"), 1, "nor on a later sync")
+			term := containerStatus(t, h.podStatus(pod), "once").State.Terminated
+			require.NotNil(t, term, "its exit is still reported")
+			assert.Equal(t, int32(0), term.ExitCode)
+		})
+		// OnFailure, every container succeeded before the sandbox went:
+		// no new sandbox, the pod is done.
+		t.Run(name+"/OnFailure all succeeded", func(t *testing.T) {
+			h, relist := newHarnessMaybePLEG(t, withPLEG)
+			pod := newPod("jobdone", ctr("once", appV1), ctr("twice", appV1))
+			pod.Spec.RestartPolicy = v1.RestartPolicyOnFailure
+			h.mustSync(pod)
+			h.exit(pod, "once", 0)
+			h.exit(pod, "twice", 0)
+			h.clk.Step(time.Second)
+			require.NoError(t, h.rt.StopPodSandbox(h.ctx, h.sandboxes(pod)[0].Id))
+			relist()
+
+			assert.True(t, h.mustSync(pod), "done")
+			assert.Len(t, h.sandboxes(pod), 1, "no new sandbox")
+			assert.Len(t, h.instances(pod, "once"), 1)
+			assert.Len(t, h.instances(pod, "twice"), 1)
+			assert.Equal(t, v1.PodSucceeded, h.podStatus(pod).Phase)
+		})
 	}
 }
 

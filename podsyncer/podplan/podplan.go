@@ -47,9 +47,12 @@ type Input struct {
 	// Containers holds the newest instance per container name in the
 	// newest sandbox: init, app and ephemeral containers.
 	Containers map[string]Container
-	// Earlier holds, per container name, the instances older than the
-	// one in Containers (this sandbox's and earlier sandboxes'), which a
-	// RestartAllContainers reset removes too.
+	// Earlier holds, per container name and newest first, the instances
+	// older than the one in Containers (this sandbox's, then earlier
+	// sandboxes'). A RestartAllContainers reset removes them too; an app
+	// or ephemeral container with no instance in the newest sandbox is
+	// judged by its newest earlier one (so a new sandbox does not re-run
+	// a container that finished for good, nor an ephemeral container).
 	Earlier map[string][]Container
 	// Hash returns the spec hash of a container, compared with
 	// Container.Hash to restart containers whose spec changed. Nil
@@ -100,6 +103,9 @@ type Plan struct {
 	// KillPod: stop every container and the sandbox first.
 	KillPod bool
 	// CreateSandbox with attempt Attempt (the number of earlier ones).
+	// Such a Plan starts nothing: the caller computes the next Plan once
+	// the new sandbox is ready, with the earlier sandboxes' instances in
+	// Input.Earlier, and that Plan starts the containers.
 	CreateSandbox bool
 	Attempt       uint32
 	// Reset: a container exited with a code its RestartAllContainers
@@ -112,7 +118,9 @@ type Plan struct {
 	Kill  []Kill
 	Start []Start
 	// Done: the pod has finished for good (restart policy not Always);
-	// Failed tells its phase is Failed rather than Succeeded.
+	// Failed tells its phase is Failed rather than Succeeded. A Done Plan
+	// kills and starts nothing (KillPod tells that its sandbox is gone);
+	// the caller terminates what still runs.
 	Done, Failed bool
 	// Initialized: every init container finished and every sidecar
 	// started, now or earlier.
@@ -128,7 +136,6 @@ func (p Plan) Acts() bool {
 
 // Compute returns the Plan for in.
 func Compute(in Input) Plan {
-	pod := in.Pod
 	if !in.SandboxReady {
 		return sandboxPlan(in)
 	}
@@ -136,49 +143,95 @@ func Compute(in Input) Plan {
 		return Plan{Reset: reset}
 	}
 	var p Plan
-	for i := range pod.Spec.EphemeralContainers {
-		c := (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
-		if _, ok := in.Containers[c.Name]; !ok {
-			p.Start = append(p.Start, Start{Container: c, Kind: Ephemeral})
-		}
-	}
-	appsSeen := false
-	for i := range pod.Spec.Containers {
-		if _, ok := in.Containers[pod.Spec.Containers[i].Name]; ok {
-			appsSeen = true
-		}
-	}
-	p.Initialized = initActions(in, &p, appsSeen)
-	if p.Done {
-		return p
-	}
-	if !p.Initialized && !appsSeen {
+	ephemeralActions(in, &p)
+	p.Initialized = initActions(in, &p)
+	if p.Done || !p.Initialized {
 		return p
 	}
 	appActions(in, &p)
 	return p
 }
 
-// sandboxPlan: no ready sandbox. A pod that never restarts and already
-// ran containers in a sandbox now gone is finished; otherwise a new
-// sandbox is created (its containers start on the next pass).
+// finish marks the pod done: nothing more is killed or started in it,
+// sidecars included.
+func (p *Plan) finish(failed bool) {
+	p.Done, p.Failed = true, failed
+	p.Kill, p.Start = nil, nil
+}
+
+// newest returns the newest instance of the named container: the newest
+// sandbox's (inSandbox), else the newest one an earlier sandbox holds.
+func newest(in Input, name string) (st Container, inSandbox, ok bool) {
+	if st, ok := in.Containers[name]; ok {
+		return st, true, true
+	}
+	if earlier := in.Earlier[name]; len(earlier) > 0 {
+		return earlier[0], false, true
+	}
+	return Container{}, false, false
+}
+
+// exitedForGood: the instance exited and the container's restart rules
+// and policy (falling back to the pod's) do not start it again.
+func exitedForGood(c *v1.Container, spec *v1.PodSpec, st Container) bool {
+	return st.State == Exited && !kubetypes.ContainerShouldRestart(c, spec, st.ExitCode)
+}
+
+// restartsAfterKill tells whether a container stopped while it had not
+// exited (a failed probe, an unknown state) is started again: its own
+// restart policy says, else the pod's; restart rules are not consulted,
+// as there is no exit code to match (the kubelet's rule).
+func restartsAfterKill(c *v1.Container, spec *v1.PodSpec) bool {
+	if c.RestartPolicy != nil {
+		return *c.RestartPolicy != v1.ContainerRestartPolicyNever
+	}
+	return spec.RestartPolicy != v1.RestartPolicyNever
+}
+
+// sandboxPlan: no ready sandbox. The pod's sandbox and containers are
+// killed and a new sandbox created (its containers start on the next
+// pass), unless the pod already ran containers and nothing of it would
+// run again: restartPolicy Never, or every app container exited for good
+// (an OnFailure pod whose containers all succeeded). Then it is done.
 func sandboxPlan(in Input) Plan {
 	p := Plan{KillPod: in.Sandboxes > 0, CreateSandbox: true, Attempt: uint32(in.Sandboxes)}
-	if in.Sandboxes > 0 && in.Pod.Spec.RestartPolicy == v1.RestartPolicyNever && len(in.Containers) > 0 {
-		p.CreateSandbox, p.Done = false, true
-		p.Failed = !allSucceeded(in)
+	if in.Sandboxes == 0 {
+		return p
+	}
+	ran := len(in.Containers) > 0 || len(in.Earlier) > 0
+	if in.Pod.Spec.RestartPolicy == v1.RestartPolicyNever && ran {
+		p.CreateSandbox, p.Done, p.Failed = false, true, !allSucceeded(in)
+		return p
+	}
+	if finished, failed := appsExitedForGood(in); finished {
+		p.CreateSandbox, p.Done, p.Failed = false, true, failed
 	}
 	return p
 }
 
 func allSucceeded(in Input) bool {
 	for i := range in.Pod.Spec.Containers {
-		c, ok := in.Containers[in.Pod.Spec.Containers[i].Name]
-		if !ok || c.State != Exited || c.ExitCode != 0 {
+		st, _, ok := newest(in, in.Pod.Spec.Containers[i].Name)
+		if !ok || st.State != Exited || st.ExitCode != 0 {
 			return false
 		}
 	}
 	return true
+}
+
+// appsExitedForGood reports whether every app container exited for good,
+// in this sandbox or an earlier one, and whether one of them failed.
+func appsExitedForGood(in Input) (finished, failed bool) {
+	spec := &in.Pod.Spec
+	for i := range spec.Containers {
+		c := &spec.Containers[i]
+		st, _, ok := newest(in, c.Name)
+		if !ok || !exitedForGood(c, spec, st) {
+			return false, false
+		}
+		failed = failed || st.ExitCode != 0
+	}
+	return len(spec.Containers) > 0, failed
 }
 
 // resetActions is the RestartAllContainers reset of the pod when the
@@ -217,122 +270,71 @@ func resetActions(in Input) []Reset {
 		return tgt, src
 	}
 	appTargets, appSources := add(spec.Containers, func(*v1.Container) Kind { return App })
-	initTargets, initSources := add(spec.InitContainers, func(c *v1.Container) Kind {
-		if kubetypes.IsSidecar(c) {
-			return Sidecar
-		}
-		return Init
-	})
+	initTargets, initSources := add(spec.InitContainers, initKind)
 	targets = append(appTargets, initTargets...)
 	sources = append(appSources, initSources...)
 	return append(targets, sources...)
 }
 
-// initActions walks the init containers in order and adds what they need;
-// it returns whether initialization is complete.
-func initActions(in Input, p *Plan, appsSeen bool) bool {
-	pod := in.Pod
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		st, ok := in.Containers[c.Name]
-		if kubetypes.IsSidecar(c) {
-			switch {
-			case !ok:
-				p.Start = append(p.Start, Start{Container: c, Kind: Sidecar})
-				if !appsSeen {
-					return false // the next one waits until this one started
-				}
-			case st.State == Running:
-				if reason := restartReason(in, c, st); reason != "" {
-					p.Kill = append(p.Kill, Kill{Name: c.Name, ID: st.ID, Kind: Sidecar, Reason: reason})
-					p.Start = append(p.Start, Start{Container: c, Kind: Sidecar, Restart: true})
-				} else if !st.Started && !appsSeen {
-					return false
-				}
-			case st.State == Exited || st.State == Created:
-				// Created: its start failed; a new instance replaces it.
-				p.Start = append(p.Start, Start{Container: c, Kind: Sidecar, Restart: true})
-				if !appsSeen {
-					return false
-				}
-			default: // unknown: wait for the runtime
-				if !appsSeen {
-					return false
-				}
-			}
-			continue
-		}
-		switch {
-		case appsSeen && (!ok || st.State == Exited):
-			// Initialized earlier (app containers exist): an init container
-			// is never run again in the same sandbox.
-			continue
-		case !ok:
-			p.Start = append(p.Start, Start{Container: c, Kind: Init})
-			return false
-		case st.State == Created:
-			// Its start failed: a new instance, whatever the restart policy
-			// (the kubelet's rule).
-			p.Start = append(p.Start, Start{Container: c, Kind: Init, Restart: true})
-			return false
-		case st.State == Exited && st.ExitCode == 0:
-			continue
-		case st.State == Exited && !kubetypes.ContainerShouldRestart(c, &pod.Spec, st.ExitCode):
-			p.Done, p.Failed = true, true
-			return false
-		case st.State == Exited:
-			p.Start = append(p.Start, Start{Container: c, Kind: Init, Restart: true})
-			return false
-		default:
-			return false // running: wait for it
+// ephemeralActions starts the ephemeral containers that never ran, in
+// this sandbox or an earlier one; they are never restarted, and may start
+// before initialization is done.
+func ephemeralActions(in Input, p *Plan) {
+	for i := range in.Pod.Spec.EphemeralContainers {
+		c := (*v1.Container)(&in.Pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		if _, _, ok := newest(in, c.Name); !ok {
+			p.Start = append(p.Start, Start{Container: c, Kind: Ephemeral})
 		}
 	}
-	return true
 }
 
 // appActions adds the app containers' starts and kills, and decides
-// whether the pod is done.
+// whether the pod is done: every app container exited for good (each
+// container's restart rules and policy decide, falling back to the
+// pod's). A running container killed without restart keeps the pod
+// going until it has exited.
 func appActions(in Input, p *Plan) {
-	pod := in.Pod
-	// Done once every container exited for good: each container's restart
-	// rules and policy decide, falling back to the pod's.
-	finished := true
-	failed := false
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
-		st, ok := in.Containers[c.Name]
+	spec := &in.Pod.Spec
+	finished, failed := true, false
+	for i := range spec.Containers {
+		c := &spec.Containers[i]
+		st, inSandbox, ok := newest(in, c.Name)
 		switch {
+		case ok && exitedForGood(c, spec, st):
+			failed = failed || st.ExitCode != 0
+			continue
 		case !ok:
 			p.Start = append(p.Start, Start{Container: c, Kind: App})
-			finished = false
-		case st.State == Running:
-			finished = false
-			reason := restartReason(in, c, st)
-			if reason == "" {
-				continue
-			}
-			p.Kill = append(p.Kill, Kill{Name: c.Name, ID: st.ID, Kind: App, Reason: reason})
-			// A killed container exits as SIGKILLed (137).
-			if reason == ReasonChanged || reason == ReasonResize || kubetypes.ContainerShouldRestart(c, &pod.Spec, 137) {
-				p.Start = append(p.Start, Start{Container: c, Kind: App, Restart: true})
-			}
-		case st.State == Created:
+		case !inSandbox || st.State == Exited || st.State == Created:
+			// An earlier sandbox's instance, an exit to restart, or an
+			// instance whose start failed: a new instance.
 			p.Start = append(p.Start, Start{Container: c, Kind: App, Restart: true})
-			finished = false
-		case st.State == Exited:
-			if kubetypes.ContainerShouldRestart(c, &pod.Spec, st.ExitCode) {
-				p.Start = append(p.Start, Start{Container: c, Kind: App, Restart: true})
-				finished = false
-			} else if st.ExitCode != 0 {
-				failed = true
-			}
+		case st.State == Unknown:
+			// It may still run: killed before a new instance starts,
+			// whatever the restart policy (the kubelet's rule).
+			p.Kill = append(p.Kill, Kill{Name: c.Name, ID: st.ID, Kind: App, Reason: ReasonUnknown})
+			p.Start = append(p.Start, Start{Container: c, Kind: App, Restart: true})
 		default:
-			finished = false
+			runningApp(in, p, c, st)
 		}
+		finished = false
 	}
 	if finished {
-		p.Done, p.Failed = true, failed
-		p.Start = nil // nothing more starts in a finished pod, sidecars included
+		p.finish(failed)
+	}
+}
+
+// runningApp kills a running app container whose spec changed, whose
+// probe failed or whose resize needs a restart, and starts it again if
+// the reason or its restart policy says so.
+func runningApp(in Input, p *Plan, c *v1.Container, st Container) {
+	reason := restartReason(in, c, st)
+	if reason == "" {
+		return
+	}
+	p.Kill = append(p.Kill, Kill{Name: c.Name, ID: st.ID, Kind: App, Reason: reason})
+	if reason == ReasonChanged || reason == ReasonResize || restartsAfterKill(c, &in.Pod.Spec) {
+		p.Start = append(p.Start, Start{Container: c, Kind: App, Restart: true})
 	}
 }
 
@@ -344,18 +346,24 @@ const (
 	// ReasonResize: an in-place resize of a resource whose resize policy
 	// is RestartContainer (restarted whatever the pod's restart policy).
 	ReasonResize = "resize requires restart"
+	// ReasonUnknown: the runtime reports the container in an unknown
+	// state; it is killed before a new instance starts, so that two
+	// instances never run.
+	ReasonUnknown = "is in unknown state"
 )
 
+// restartReason is why a running container must be killed, in the
+// kubelet's order of checks; "" when it keeps running.
 func restartReason(in Input, c *v1.Container, st Container) string {
 	switch {
 	case in.Hash != nil && st.Hash != "" && st.Hash != in.Hash(c):
 		return ReasonChanged
-	case st.ResizeRestart:
-		return ReasonResize
 	case st.LivenessFailed:
 		return ReasonLiveness
 	case st.StartupFailed:
 		return ReasonStartup
+	case st.ResizeRestart:
+		return ReasonResize
 	}
 	return ""
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 )
@@ -286,4 +287,57 @@ func TestResetAllContainers(t *testing.T) {
 	p = Compute(in)
 	assert.Len(t, p.Reset, 4)
 	assert.Equal(t, "side", p.Reset[3].Name)
+}
+
+// An app or ephemeral container with no instance in the newest sandbox is
+// judged by its newest instance in an earlier one.
+func TestEarlierSandboxes(t *testing.T) {
+	onFailure := v1.RestartPolicyOnFailure
+	debug := []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debug"}}}
+	for name, tc := range map[string]struct {
+		pod        *v1.Pod
+		ready      bool
+		containers map[string]Container
+		earlier    map[string][]Container
+		want       []string
+	}{
+		"new sandbox, inits done: the app that succeeded is not run again": {
+			pod: testPod(onFailure, []v1.Container{initC("i")}, "a", "b"), ready: true,
+			containers: map[string]Container{"i": exited("3", 0)},
+			earlier:    map[string][]Container{"i": {exited("1", 0)}, "a": {exited("2", 0)}, "b": {exited("4", 1), exited("5", 0)}},
+			want:       []string{"restart b"},
+		},
+		"new sandbox: one app succeeded here, the other in the old sandbox: done": {
+			pod: testPod(onFailure, nil, "a", "b"), ready: true,
+			containers: map[string]Container{"b": exited("6", 0)},
+			earlier:    map[string][]Container{"a": {exited("2", 0)}, "b": {exited("4", 1)}},
+			want:       []string{"done"},
+		},
+		"new sandbox: an ephemeral container that ran before is not started": {
+			pod: func() *v1.Pod { p := testPod(onFailure, nil, "a"); p.Spec.EphemeralContainers = debug; return p }(), ready: true,
+			containers: map[string]Container{"a": running("3")},
+			earlier:    map[string][]Container{"debug": {exited("2", 0)}},
+		},
+		"sandbox gone, every app succeeded in an earlier one: done, no sandbox": {
+			pod: testPod(onFailure, nil, "a"), earlier: map[string][]Container{"a": {exited("2", 0)}},
+			want: []string{"killpod", "done"},
+		},
+		"sandbox gone, container restartPolicy Never failed: done, no sandbox": {
+			pod:        withPolicy(testPod(v1.RestartPolicyAlways, nil, "a"), v1.ContainerRestartPolicyNever),
+			containers: map[string]Container{"a": exited("2", 1)},
+			want:       []string{"killpod", "done failed"},
+		},
+		"sandbox gone, one app still to run: a new sandbox": {
+			pod: testPod(onFailure, nil, "a", "b"), containers: map[string]Container{"a": exited("2", 0), "b": running("3")},
+			want: []string{"killpod", "sandbox"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := Input{Pod: tc.pod, Sandboxes: 2, SandboxReady: tc.ready, Containers: tc.containers, Earlier: tc.earlier}
+			if in.Containers == nil {
+				in.Containers = map[string]Container{}
+			}
+			require.Equal(t, tc.want, summary(Compute(in)))
+		})
+	}
 }
