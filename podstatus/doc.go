@@ -25,6 +25,17 @@
 // its final status written first, then a zero-grace delete guarded by the
 // UID.
 //
+// Every status set is completed as the kubelet's status manager completes
+// it, so a host that builds statuses itself (a provider with no pod
+// syncer) reports what the kubelet would: startTime set once and kept,
+// the lastTransitionTime of the kubelet's conditions kept while their
+// status holds and moved when it changes, observedGeneration, timestamps
+// in whole seconds, container statuses in the API's order and termination
+// messages within the pod's 12 KiB. What a caller sets is kept where it
+// does not contradict the status before (podsyncer stamps the same times
+// from the same clock). A status that changes nothing the kubelet owns is
+// not written again.
+//
 // ReadyConditions computes ContainersReady and Ready (with readiness gates
 // and upstream's messages); Merge is the pure merge used by the writer.
 //
@@ -42,4 +53,38 @@
 //
 // Writes never run on a pod worker and are retried on the injected clock;
 // a write merges into the API's current pod rather than a cached copy.
+// Each difference below is deliberate; where it leaves a duty, the host has
+// it.
+//
+//   - A condition whose status changed keeps the lastTransitionTime its
+//     caller set (upstream stamps now), unless that is the old condition's
+//     own: the caller may know better when it changed, and podsyncer's
+//     times then agree with the cache's. Merge keeps the time the API
+//     server already has for a Ready condition it turns False (upstream
+//     stamps now on every write), so repeated writes agree.
+//   - A ready or started result for a container the cached status shows
+//     waiting or terminated is ignored: it outlived its container (upstream
+//     records it until the next pod sync). Readiness changes after a
+//     terminal phase are recorded, as upstream.
+//   - TerminatePod does not complete a deletion: the host calls Finish once
+//     its terminated-pod sync is done (upstream's podIsFinished).
+//     TerminatePod judges whether the pod initialized from the latest
+//     cached status, not from the pod object's, which may be stale.
+//   - There is no pod manager: a static pod's status is kept and read under
+//     the static pod's UID (PodStatus does not translate a mirror's UID),
+//     and whether its mirror exists is asked of the API server, one get per
+//     attempt.
+//   - No periodic reconciliation against the API server's copy (upstream's
+//     needsReconcile): the resync queues only statuses not yet written.
+//     Each write merges into the API's current pod, so a field the kubelet
+//     owns that someone else changed is put right at the pod's next status
+//     change.
+//   - A pod the API server no longer has is forgotten at once, not at the
+//     next RemoveOrphans; a terminal phase once cached is final in the cache
+//     too (upstream leaves that to its status builder).
+//   - No check that a container leaves terminated only when its restart
+//     policy allows it (upstream's checkContainerStateTransition, a guard
+//     against its own status builder): the caller's duty.
+//   - Resize conditions are the allocation block's; podsyncer adds them to
+//     the status it sets.
 package podstatus

@@ -1,12 +1,10 @@
 package podstatus
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -147,138 +145,6 @@ func New(cfg Config) (*Manager, error) {
 	}
 	m.cfg, m.entries = cfg, map[types.UID]*entry{}
 	return m, nil
-}
-
-// SetPodStatus caches status as pod's latest and queues its write if it
-// changed. A terminal phase already cached is never replaced by a
-// non-terminal one (the phase, reason and message stay).
-func (m *Manager) SetPodStatus(pod *v1.Pod, status v1.PodStatus) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e := m.entries[pod.UID]
-	if e == nil {
-		e = &entry{}
-		m.entries[pod.UID] = e
-	}
-	if IsTerminal(e.status.Phase) && !IsTerminal(status.Phase) {
-		status.Phase, status.Reason, status.Message = e.status.Phase, e.status.Reason, e.status.Message
-	}
-	e.pod = pod
-	encoded, _ := status.Marshal() // nil on error: compared the slow way
-	if e.version > 0 && sameStatus(e.encoded, encoded, &e.status, &status) {
-		if e.written != e.version {
-			// Not written in full yet (a terminal phase held while a
-			// container could run): the caller's news may release it.
-			m.enqueueLocked(pod.UID)
-		}
-		return
-	}
-	m.countTerminations(&e.status, &status)
-	e.status = *status.DeepCopy()
-	e.encoded = encoded
-	e.version++
-	m.enqueueLocked(pod.UID)
-}
-
-// sameStatus is Semantic equality of a and b, whose encodings are ea and
-// eb: equal encodings are equal statuses; otherwise (a Quantity or a Time
-// written differently, or no encoding) the reflective comparison decides.
-func sameStatus(ea, eb []byte, a, b *v1.PodStatus) bool {
-	if ea != nil && eb != nil && bytes.Equal(ea, eb) {
-		return true
-	}
-	return equality.Semantic.DeepEqual(*a, *b)
-}
-
-// countTerminations counts each container whose status turns terminated
-// from old to now, by type, exit code and reason, as the kubelet's status
-// manager does.
-func (m *Manager) countTerminations(old, now *v1.PodStatus) {
-	if m.terminated == nil {
-		return
-	}
-	count := func(typ string, olds, news []v1.ContainerStatus) {
-		for i := range news {
-			t := news[i].State.Terminated
-			if t == nil {
-				continue
-			}
-			was := false
-			for j := range olds {
-				if olds[j].Name == news[i].Name {
-					was = olds[j].State.Terminated != nil
-					break
-				}
-			}
-			if !was {
-				m.terminated.WithLabelValues(typ, strconv.Itoa(int(t.ExitCode)), t.Reason).Inc()
-			}
-		}
-	}
-	count("init_container", old.InitContainerStatuses, now.InitContainerStatuses)
-	count("container", old.ContainerStatuses, now.ContainerStatuses)
-	count("ephemeral_container", old.EphemeralContainerStatuses, now.EphemeralContainerStatuses)
-}
-
-// SetContainerReadiness records the prober's readiness result for the
-// container with the given ID ("<runtime>://<id>") and recomputes the pod's
-// ContainersReady and Ready conditions, without waiting for a pod sync.
-func (m *Manager) SetContainerReadiness(uid types.UID, containerID string, ready bool) {
-	m.updateContainer(uid, containerID, func(pod *v1.Pod, s *v1.PodStatus, cs *v1.ContainerStatus) bool {
-		if cs.Ready == ready || (ready && cs.State.Running == nil) {
-			return false
-		}
-		cs.Ready = ready
-		now := metav1.NewTime(m.cfg.Clock.Now())
-		containersReady, podReady := ReadyConditions(pod, s)
-		for _, c := range []v1.PodCondition{containersReady, podReady} {
-			if old := FindCondition(s.Conditions, c.Type); old != nil {
-				if old.Status == c.Status {
-					c.LastTransitionTime = old.LastTransitionTime
-				} else {
-					c.LastTransitionTime = now
-				}
-				c.ObservedGeneration = old.ObservedGeneration
-				*old = c
-			}
-		}
-		return true
-	})
-}
-
-// SetContainerStartup records the prober's startup result for the
-// container with the given ID.
-func (m *Manager) SetContainerStartup(uid types.UID, containerID string, started bool) {
-	m.updateContainer(uid, containerID, func(_ *v1.Pod, _ *v1.PodStatus, cs *v1.ContainerStatus) bool {
-		if cs.Started != nil && *cs.Started == started || (started && cs.State.Running == nil) {
-			return false
-		}
-		cs.Started = &started
-		return true
-	})
-}
-
-func (m *Manager) updateContainer(uid types.UID, containerID string, update func(*v1.Pod, *v1.PodStatus, *v1.ContainerStatus) bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e := m.entries[uid]
-	if e == nil || IsTerminal(e.status.Phase) {
-		return
-	}
-	s := e.status.DeepCopy()
-	for _, list := range [][]v1.ContainerStatus{s.ContainerStatuses, s.InitContainerStatuses} {
-		for i := range list {
-			if list[i].ContainerID == containerID && containerID != "" {
-				if update(e.pod, s, &list[i]) {
-					e.status = *s
-					e.encoded, _ = s.Marshal()
-					e.version++
-					m.enqueueLocked(uid)
-				}
-				return
-			}
-		}
-	}
 }
 
 // PodStatus returns the latest status cached for the pod.

@@ -43,13 +43,18 @@ func IsTerminal(phase v1.PodPhase) bool {
 //     can run;
 //   - a terminal phase is never replaced by a non-terminal one, and a
 //     transition to a terminal phase waits while couldHaveRunningContainers;
-//   - a terminal phase never goes with Ready or ContainersReady True;
+//   - a terminal phase never goes with Ready or ContainersReady True: if
+//     either is, both are set False (added if missing) with reason
+//     PodFailed or PodCompleted;
 //   - reason and message found stay while the phase does not change and the
 //     kubelet sets none;
 //   - resource claim statuses and nominatedNodeName are not the kubelet's.
 //
-// now stamps the Ready conditions a terminal phase turns False.
+// now (to the second) stamps the conditions that change here, unless the
+// kubelet's status or found has them so already: the Ready conditions a
+// terminal phase turns False, and DisruptionTarget.
 func Merge(pod *v1.Pod, found, kubelet v1.PodStatus, couldHaveRunningContainers bool, now metav1.Time) v1.PodStatus {
+	now, _ = toSeconds(now)
 	out := *kubelet.DeepCopy()
 	toTerminal := !IsTerminal(found.Phase) && IsTerminal(out.Phase)
 	conds := make([]v1.PodCondition, 0, len(found.Conditions)+len(kubelet.Conditions))
@@ -58,17 +63,23 @@ func Merge(pod *v1.Pod, found, kubelet v1.PodStatus, couldHaveRunningContainers 
 			conds = append(conds, c)
 		}
 	}
-	for _, c := range kubelet.Conditions {
+	for _, c := range out.Conditions {
 		switch {
 		case OwnedByKubelet(c.Type):
 			conds = append(conds, c)
 		case c.Type == v1.DisruptionTarget && toTerminal && !couldHaveRunningContainers:
+			// Sent only now: its time is when the API server learns it.
+			c.LastTransitionTime = now
+			if f := FindCondition(found.Conditions, c.Type); f != nil && f.Status == c.Status {
+				c.LastTransitionTime = f.LastTransitionTime
+			}
 			conds = ReplaceCondition(conds, c)
 		}
 	}
 	out.Conditions = conds
 	out.ResourceClaimStatuses = found.ResourceClaimStatuses
 	out.ExtendedResourceClaimStatus = found.ExtendedResourceClaimStatus
+	out.NodeAllocatableResourceClaimStatuses = found.NodeAllocatableResourceClaimStatuses
 	out.NominatedNodeName = found.NominatedNodeName
 	switch {
 	case IsTerminal(found.Phase) && !IsTerminal(out.Phase):
@@ -79,20 +90,29 @@ func Merge(pod *v1.Pod, found, kubelet v1.PodStatus, couldHaveRunningContainers 
 	if out.Phase == found.Phase && out.Reason == "" && out.Message == "" {
 		out.Reason, out.Message = found.Reason, found.Message
 	}
-	if IsTerminal(out.Phase) {
-		containersReady, ready := ReadyConditions(pod, &out)
-		for i := range out.Conditions {
-			c := &out.Conditions[i]
-			if (c.Type == v1.ContainersReady || c.Type == v1.PodReady) && c.Status == v1.ConditionTrue {
-				want := containersReady
-				if c.Type == v1.PodReady {
-					want = ready
+	if IsTerminal(out.Phase) && (isTrue(out.Conditions, v1.PodReady) || isTrue(out.Conditions, v1.ContainersReady)) {
+		reason := "PodFailed"
+		if out.Phase == v1.PodSucceeded {
+			reason = "PodCompleted"
+		}
+		for _, t := range []v1.PodConditionType{v1.ContainersReady, v1.PodReady} {
+			c := v1.PodCondition{Type: t, Status: v1.ConditionFalse, Reason: reason, ObservedGeneration: pod.Generation, LastTransitionTime: now}
+			for _, before := range [][]v1.PodCondition{out.Conditions, found.Conditions} {
+				if old := FindCondition(before, t); old != nil && old.Status == c.Status {
+					c.LastTransitionTime = old.LastTransitionTime
+					break
 				}
-				c.Status, c.Reason, c.Message, c.LastTransitionTime = want.Status, want.Reason, want.Message, now
 			}
+			out.Conditions = ReplaceCondition(out.Conditions, c)
 		}
 	}
 	return out
+}
+
+// isTrue reports whether cs has a condition of type t with status True.
+func isTrue(cs []v1.PodCondition, t v1.PodConditionType) bool {
+	c := FindCondition(cs, t)
+	return c != nil && c.Status == v1.ConditionTrue
 }
 
 // ReplaceCondition replaces the condition of c's type in cs, or appends c.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -86,10 +87,36 @@ func TestMerge(t *testing.T) {
 
 func TestMergeKeepsFieldsOthersOwn(t *testing.T) {
 	name := "claim"
-	found := v1.PodStatus{NominatedNodeName: "n1", ResourceClaimStatuses: []v1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &name}}}
+	found := v1.PodStatus{NominatedNodeName: "n1", ResourceClaimStatuses: []v1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &name}},
+		NodeAllocatableResourceClaimStatuses: []v1.NodeAllocatableResourceClaimStatus{{ResourceClaimName: "claim", Containers: []string{"c"}}}}
 	got := Merge(&v1.Pod{}, found, v1.PodStatus{Phase: v1.PodPending}, false, t1)
 	assert.Equal(t, "n1", got.NominatedNodeName)
 	assert.Equal(t, found.ResourceClaimStatuses, got.ResourceClaimStatuses)
+	assert.Equal(t, found.NodeAllocatableResourceClaimStatuses, got.NodeAllocatableResourceClaimStatuses)
+}
+
+// TestMergeStampsWhatChanges: the conditions Merge changes get now, to the
+// second, unless found already has them so.
+func TestMergeStampsWhatChanges(t *testing.T) {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Generation: 3}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app"}, {Name: "gone"}}}}
+	now := metav1.NewTime(t1.Add(700 * time.Millisecond))
+	disruption := v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: "TerminationByKubelet", LastTransitionTime: t0}
+	kubelet := v1.PodStatus{Phase: v1.PodSucceeded, Conditions: []v1.PodCondition{cond(v1.PodReady, v1.ConditionTrue), disruption}}
+	got := Merge(pod, v1.PodStatus{Phase: v1.PodRunning}, kubelet, false, now)
+	for _, ct := range []v1.PodConditionType{v1.ContainersReady, v1.PodReady, v1.DisruptionTarget} {
+		c := FindCondition(got.Conditions, ct)
+		require.NotNil(t, c, "%s", ct)
+		assert.Equal(t, t1, c.LastTransitionTime, "%s", ct)
+	}
+	cr := FindCondition(got.Conditions, v1.ContainersReady)
+	assert.Equal(t, v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse, Reason: "PodCompleted", ObservedGeneration: 3,
+		LastTransitionTime: t1}, *cr, "added, whatever the containers' statuses say")
+
+	found := v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{disruption, cond(v1.ContainersReady, v1.ConditionFalse)}}
+	got = Merge(pod, found, kubelet, false, now)
+	assert.Equal(t, t0, FindCondition(got.Conditions, v1.DisruptionTarget).LastTransitionTime, "found so already")
+	assert.Equal(t, t0, FindCondition(got.Conditions, v1.ContainersReady).LastTransitionTime, "found so already")
+	assert.Equal(t, t1, FindCondition(got.Conditions, v1.PodReady).LastTransitionTime)
 }
 
 func TestReadyConditions(t *testing.T) {

@@ -18,12 +18,16 @@ const (
 // terminated is reported Terminated (ContainerStatusUnknown, exit code
 // 137), as is every init container that tried to start; a pod that is not
 // static and not yet Succeeded or Failed becomes Failed. It starts from the
-// status last set (else the pod's own).
+// status last set (else the pod's own), and judges initialization from it
+// too. The status is then set as SetPodStatus sets one.
 func (m *Manager) TerminatePod(pod *v1.Pod) {
-	status, ok := m.PodStatus(pod.UID)
-	if !ok {
-		status = *pod.Status.DeepCopy()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	base := &pod.Status
+	if e := m.entries[pod.UID]; e != nil && e.version > 0 {
+		base = &e.status
 	}
+	status := *base.DeepCopy()
 	unknown := v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
 		Reason: ReasonContainerStatusUnknown, Message: messageContainerStatusUnknown, ExitCode: 137}}
 	if initialized(pod, &status) {
@@ -42,7 +46,7 @@ func (m *Manager) TerminatePod(pod *v1.Pod) {
 	if !kubetypes.IsStatic(pod) && !IsTerminal(status.Phase) {
 		status.Phase = v1.PodFailed
 	}
-	m.SetPodStatus(pod, status)
+	m.setLocked(pod, status)
 }
 
 // initialized: the pod has no init containers, an app container left

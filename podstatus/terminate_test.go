@@ -19,7 +19,7 @@ func exited(name string, code int32) v1.ContainerStatus {
 	return v1.ContainerStatus{Name: name, State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: code}}}
 }
 
-func TestTerminatePod(t *testing.T) {
+func TestTerminatePodMarksUnseenEnds(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		inits     []v1.Container
