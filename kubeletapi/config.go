@@ -215,24 +215,44 @@ var ErrOpenAPI = errors.New("kubeletapi: anonymous requests with AlwaysAllow aut
 // checkExposure refuses an open API (ErrOpenAPI) unless opted into.
 func (c *Config) checkExposure() error {
 	a := c.Auth
-	if !a.Anonymous || !a.AlwaysAllow || a.InsecureAnonymousOnNetwork || c.Authenticator != nil || c.Authorizer != nil {
+	if a.InsecureAnonymousOnNetwork || c.Authenticator != nil || c.Authorizer != nil {
 		return nil
 	}
-	addr := c.Addr
-	if c.Listener != nil && (addr == "" || addr == Disabled) {
-		addr = c.Listener.Addr().String()
+	var addr net.Addr
+	if c.Listener != nil && (c.Addr == "" || c.Addr == Disabled) {
+		addr = c.Listener.Addr()
 	}
-	switch addr {
-	case "":
+	if err := CheckExposure(c.Addr, addr, a.Anonymous, a.AlwaysAllow); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return nil
+}
+
+// CheckExposure returns an error wrapping ErrOpenAPI if anonymous requests
+// authorized by AlwaysAllow would be served on an address other hosts can
+// reach: the bound address ln if not nil, else addr ("" meaning
+// DefaultAddr, Disabled nothing served). New makes this check; hosts call
+// it to refuse such a configuration before building anything.
+func CheckExposure(addr string, ln net.Addr, anonymous, alwaysAllow bool) error {
+	if !anonymous || !alwaysAllow {
+		return nil
+	}
+	switch {
+	case ln != nil:
+		if _, ok := ln.(*net.UnixAddr); ok {
+			return nil // a Unix socket: local by nature
+		}
+		addr = ln.String()
+	case addr == "":
 		addr = DefaultAddr
-	case Disabled:
+	case addr == Disabled:
 		return nil
 	}
 	if IsLoopback(addr) {
 		return nil
 	}
-	return fmt.Errorf("%w: %w (%s): bind it to a loopback address, authenticate clients (Auth.ClientCAFile, Auth.TokenReview) "+
-		"or authorize them (Auth.SubjectAccessReview)", ErrInvalidConfig, ErrOpenAPI, addr)
+	return fmt.Errorf("%w (%s): bind it to a loopback address, authenticate clients (client certificates, tokens) "+
+		"or authorize them (SubjectAccessReview)", ErrOpenAPI, addr)
 }
 
 // IsLoopback reports whether the host of a host:port address is a

@@ -85,6 +85,9 @@ func TestNewRefusesOpenAPI(t *testing.T) {
 	wildcard, err := net.Listen("tcp", ":0")
 	require.NoError(t, err)
 	defer wildcard.Close()
+	unix, err := net.Listen("unix", filepath.Join(t.TempDir(), "api.sock"))
+	require.NoError(t, err)
+	defer unix.Close()
 	for _, tc := range []struct {
 		name   string
 		mutate func(*kubeletapi.Config)
@@ -101,6 +104,7 @@ func TestNewRefusesOpenAPI(t *testing.T) {
 		{"IPv6 loopback", func(c *kubeletapi.Config) { c.Addr = "[::1]:10250" }, false},
 		{"localhost", func(c *kubeletapi.Config) { c.Addr = "localhost:10250" }, false},
 		{"loopback listener", func(c *kubeletapi.Config) { c.Addr, c.Listener = "", loopback }, false},
+		{"unix socket listener", func(c *kubeletapi.Config) { c.Addr, c.Listener = "", unix }, false},
 		{"listener bound later, Addr names it", func(c *kubeletapi.Config) { c.Addr, c.Listener = "127.0.0.1:10250", wildcard }, false},
 		{"not served (Handler only)", func(c *kubeletapi.Config) { c.Addr = kubeletapi.Disabled }, false},
 		{"opted into", func(c *kubeletapi.Config) { c.Addr, c.Auth.InsecureAnonymousOnNetwork = ":10250", true }, false},

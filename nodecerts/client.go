@@ -295,29 +295,11 @@ func (c *Client) Run(ctx context.Context) error {
 	}
 	logger := klog.FromContext(ctx)
 	// The requests the manager creates are remembered: only they are
-	// reported, and only their denial ends Run. One made with the node's
-	// certificate must be recorded as made by the node; one made with the
-	// bootstrap credentials is recorded as made by their user (a
-	// bootstrap token's system:bootstrap:ID), or by whoever the kubeconfig
-	// names when it requests itself, so there the API server's answer to
-	// the create is what later reads must match.
+	// reported, and only their denial ends Run.
 	own := &ownRequests{}
 	mgr, err := certificate.NewManager(&certificate.Config{
-		Ctx: &ctx,
-		ClientsetFn: func(current *tls.Certificate) (kubernetes.Interface, error) {
-			if current != nil {
-				cs, err := c.cfg.NewClientset(c.RESTConfig())
-				if err != nil {
-					return nil, err
-				}
-				return own.recording(cs, nodeUser(c.cfg.NodeName)), nil
-			}
-			cs, err := c.cfg.NewClientset(c.certConfig)
-			if err != nil {
-				return nil, err
-			}
-			return own.recording(cs, ""), nil
-		},
+		Ctx:         &ctx,
+		ClientsetFn: c.clientsetFn(own),
 		Template: &x509.CertificateRequest{Subject: pkix.Name{
 			CommonName: nodeUser(c.cfg.NodeName), Organization: []string{"system:nodes"},
 		}},
@@ -397,6 +379,27 @@ func (c *Client) Run(ctx context.Context) error {
 			return nil
 		case <-ticker.C():
 		}
+	}
+}
+
+// clientsetFn is the certificate manager's ClientsetFn, recording the
+// requests it creates in own. One made with the node's certificate must
+// be recorded as made by the node; one made with the bootstrap
+// credentials is recorded as made by their user (a bootstrap token's
+// system:bootstrap:ID), or by whoever the kubeconfig names when it
+// requests itself, so there the API server's answer to the create is what
+// later reads must match.
+func (c *Client) clientsetFn(own *ownRequests) func(*tls.Certificate) (kubernetes.Interface, error) {
+	return func(current *tls.Certificate) (kubernetes.Interface, error) {
+		cfg, user := c.certConfig, ""
+		if current != nil {
+			cfg, user = c.RESTConfig(), nodeUser(c.cfg.NodeName)
+		}
+		cs, err := c.cfg.NewClientset(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return own.recording(cs, user), nil
 	}
 }
 

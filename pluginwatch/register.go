@@ -74,18 +74,24 @@ func (w *Watcher) admit(ctx context.Context, p Plugin) (string, error) {
 }
 
 // socketEndpoint is the path of the socket a plugin serves on: the
-// endpoint its GetInfo names, with a "unix://" prefix removed, or its
-// registration socket when it names none. Anything but an absolute path
-// (dns:///host:port, tcp://..., a relative path, an abstract socket) is
-// refused: the consumers dial Unix sockets only, and the plugin must not
-// steer them elsewhere.
+// endpoint its GetInfo names, with a "unix://" or "unix:" prefix removed
+// and cleaned, or its registration socket when it names none. Anything but
+// an absolute path (dns:///host:port, tcp://..., a relative path, an
+// abstract socket) is refused: the consumers dial Unix sockets only, and
+// the plugin must not steer them elsewhere. volumes/csi applies the same
+// rule to what it is given.
 func socketEndpoint(endpoint, socket string) (string, error) {
 	if endpoint == "" {
 		return socket, nil
 	}
-	path := strings.TrimPrefix(endpoint, "unix://")
-	if !filepath.IsAbs(path) {
+	path := endpoint
+	if rest, ok := strings.CutPrefix(path, "unix://"); ok {
+		path = rest
+	} else if rest, ok := strings.CutPrefix(path, "unix:"); ok {
+		path = rest
+	}
+	if !filepath.IsAbs(path) || strings.ContainsRune(path, 0) {
 		return "", fmt.Errorf("%w: %q (want /path/to/socket or unix:///path/to/socket)", ErrInvalidEndpoint, endpoint)
 	}
-	return path, nil
+	return filepath.Clean(path), nil
 }

@@ -44,7 +44,11 @@ type Handler interface {
 	// removed). An error is sent to the plugin and retried later.
 	RegisterPlugin(ctx context.Context, name, endpoint string, versions []string) error
 	// DeregisterPlugin forgets a plugin whose socket is gone (or that
-	// re-registers from a new socket).
+	// re-registers from a new socket). A plugin that moved to a new socket
+	// may have registered there first, concurrently (the two sockets'
+	// operations run in any order, as upstream's): a handler must ignore
+	// a deregistration whose endpoint is not the one registered under
+	// name.
 	DeregisterPlugin(ctx context.Context, name, endpoint string)
 }
 

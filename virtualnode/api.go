@@ -48,7 +48,9 @@ type APIConfig struct {
 	// Config.Client (--authentication-token-webhook).
 	TokenWebhook bool
 	// Anonymous lets unauthenticated requests in as system:anonymous
-	// (--anonymous-auth).
+	// (--anonymous-auth). With AuthorizationAlwaysAllow it is refused
+	// (kubeletapi.ErrOpenAPI) unless the API listens on loopback: anyone
+	// who could connect could exec into every pod.
 	Anonymous bool
 	// AuthorizationMode is AuthorizationWebhook (SubjectAccessReviews
 	// through Config.Client; the default) or AuthorizationAlwaysAllow.
@@ -76,6 +78,13 @@ func (c *APIConfig) validate() error {
 	}
 	if c.Addr == "" {
 		c.Addr = kubeletapi.DefaultAddr
+	}
+	var ln net.Addr
+	if c.Listener != nil {
+		ln = c.Listener.Addr()
+	}
+	if err := kubeletapi.CheckExposure(c.Addr, ln, c.Anonymous, c.AuthorizationMode == AuthorizationAlwaysAllow); err != nil {
+		return fmt.Errorf("%w: API: %w", ErrInvalidConfig, err)
 	}
 	return nil
 }

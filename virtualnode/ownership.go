@@ -62,6 +62,9 @@ func (o *ownership) tryAcquire(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("get lease %s/%s: %w", o.namespace, o.name, err)
 	}
+	// A change counts from when its answer arrived, not from when it was
+	// asked for: the holder may have renewed while the read was on its way.
+	now = o.clock.Now()
 	if o.record == nil || o.record.ResourceVersion != l.ResourceVersion || !apiequality.Semantic.DeepEqual(o.record.Spec, l.Spec) {
 		o.record, o.observed = l, now
 	}
@@ -74,6 +77,7 @@ func (o *ownership) tryAcquire(ctx context.Context) (bool, error) {
 		return false, nil // another replica's, and alive as far as this one can tell
 	}
 	up := l.DeepCopy()
+	now = o.clock.Now()
 	up.Spec = o.held(up.Spec, now)
 	l, err = leases.Update(ctx, up, metav1.UpdateOptions{})
 	if err != nil {
@@ -109,11 +113,26 @@ type renewal struct {
 // touches nothing of o's but its immutable fields, so a renewal abandoned
 // at the renew deadline may still be running when o is used again.
 func (o *ownership) renew(ctx context.Context, rec *coordinationv1.Lease) renewal {
+	leases := o.client.Leases(o.namespace)
 	r := renewal{sent: o.clock.Now()}
 	up := rec.DeepCopy()
 	t := metav1.NewMicroTime(r.sent)
 	up.Spec.RenewTime = &t
-	r.lease, r.err = o.client.Leases(o.namespace).Update(ctx, up, metav1.UpdateOptions{})
+	r.lease, r.err = leases.Update(ctx, up, metav1.UpdateOptions{})
+	if apierrors.IsConflict(r.err) {
+		// Written since (a label, or a renewal of ours that committed after
+		// its deadline): renew the current record if it is still ours. The
+		// send time stays the first request's, the earlier one.
+		var cur *coordinationv1.Lease
+		if cur, r.err = leases.Get(ctx, o.name, metav1.GetOptions{}); r.err == nil {
+			if holder := ptr.Deref(cur.Spec.HolderIdentity, ""); holder != o.identity {
+				r.err = fmt.Errorf("held by %q now", holder)
+			} else {
+				cur.Spec.RenewTime = &t
+				r.lease, r.err = leases.Update(ctx, cur, metav1.UpdateOptions{})
+			}
+		}
+	}
 	if r.err != nil {
 		r.err = fmt.Errorf("renew lease %s/%s: %w", o.namespace, o.name, r.err)
 	}

@@ -126,8 +126,9 @@ func TestOwnershipRules(t *testing.T) {
 	require.Equal(t, int32(1), *l.Spec.LeaseTransitions)
 	require.True(t, l.Spec.AcquireTime.Time.Equal(clk.Now()))
 
-	// a's stale renewal is refused (the resourceVersion moved on).
-	require.True(t, apierrors.IsConflict(errors.Unwrap(a.renew(ctx, a.record).err)))
+	// a's stale renewal is refused (the resourceVersion moved on, and the
+	// current record is b's).
+	require.ErrorContains(t, a.renew(ctx, a.record).err, `held by "b" now`)
 	// b releases: a takes it at once.
 	require.NoError(t, b.release(ctx))
 	held, err = a.tryAcquire(ctx)
@@ -330,11 +331,14 @@ func TestShardedConfig(t *testing.T) {
 	require.NoError(t, err)
 	agent := Config{Client: clientset.Wrap(cs), Nodes: []string{"a", "b", "c"}, Provider: sim}
 	for name, cfg := range map[string]ShardedConfig{
-		"no identity":  {Agent: agent},
-		"deadline":     {Agent: agent, Identity: "x", RenewDeadline: 20 * time.Second},
-		"no nodes":     {Agent: Config{Client: clientset.Wrap(cs), Provider: sim}, Identity: "x"},
-		"listener":     {Agent: Config{Client: clientset.Wrap(cs), Nodes: []string{"a"}, Provider: sim, API: &APIConfig{Listener: &lazyListener{}}}, Identity: "x"},
-		"negative":     {Agent: agent, Identity: "x", Shards: -1},
+		"no identity": {Agent: agent},
+		"deadline":    {Agent: agent, Identity: "x", RenewDeadline: 20 * time.Second},
+		"no nodes":    {Agent: Config{Client: clientset.Wrap(cs), Provider: sim}, Identity: "x"},
+		"listener":    {Agent: Config{Client: clientset.Wrap(cs), Nodes: []string{"a"}, Provider: sim, API: &APIConfig{Listener: &lazyListener{}}}, Identity: "x"},
+		"negative":    {Agent: agent, Identity: "x", Shards: -1},
+		// Refused at once, not when a shard is taken.
+		"open API": {Agent: Config{Client: clientset.Wrap(cs), Nodes: []string{"a"}, Provider: sim,
+			API: &APIConfig{Addr: "0.0.0.0:10250", Anonymous: true, AuthorizationMode: AuthorizationAlwaysAllow}}, Identity: "x"},
 		"short period": {Agent: agent, Identity: "x", LeaseDuration: 500 * time.Millisecond},
 		// The Lease says 10 s: the others wait 10 s, not 10.5.
 		"whole seconds": {Agent: agent, Identity: "x", LeaseDuration: 10500 * time.Millisecond, RenewDeadline: 10200 * time.Millisecond, RetryPeriod: time.Second},
@@ -354,4 +358,90 @@ func TestShardedConfig(t *testing.T) {
 			require.Equal(t, i, ShardOf(n, 3), "a stable hash")
 		}
 	}
+}
+
+// slowGets runs before on each Lease Get, as if the answer took that long
+// (before may step the clock and write).
+type slowGets struct {
+	kubeclient.LeasesGetter
+	before func()
+}
+
+func (s slowGets) Leases(ns string) kubeclient.LeaseInterface {
+	return slowGet{LeaseInterface: s.LeasesGetter.Leases(ns), before: s.before}
+}
+
+type slowGet struct {
+	kubeclient.LeaseInterface
+	before func()
+}
+
+func (s slowGet) Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error) {
+	s.before()
+	return s.LeaseInterface.Get(ctx, name, opts)
+}
+
+// TestOwnershipCountsFromTheAnswer: a read that took 6 s brought a renewal
+// made while it was on its way; the Lease duration counts from its answer,
+// so the holder (who may act until that renewal + its renew deadline) has
+// stopped before b takes over.
+func TestOwnershipCountsFromTheAnswer(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	casLeases(cs)
+	clk := clocktesting.NewFakeClock(t0)
+	a := &ownership{client: clientset.Wrap(cs), namespace: "ns", name: "shard-0", identity: "a", duration: 15 * time.Second, clock: clk}
+	held, err := a.tryAcquire(ctx)
+	require.NoError(t, err)
+	require.True(t, held)
+	slow := false
+	b := &ownership{client: slowGets{LeasesGetter: clientset.Wrap(cs), before: func() {
+		if slow {
+			clk.Step(6 * time.Second)
+			r := a.renew(ctx, a.record)
+			require.NoError(t, r.err)
+			a.renewed(r)
+		}
+	}}, namespace: "ns", name: "shard-0", identity: "b", duration: 15 * time.Second, clock: clk}
+	held, err = b.tryAcquire(ctx)
+	require.NoError(t, err)
+	require.False(t, held)
+	slow = true
+	held, err = b.tryAcquire(ctx) // sent at 0 s, answered at 6 s with a's renewal of 6 s
+	require.NoError(t, err)
+	require.False(t, held)
+	slow = false
+	clk.Step(9 * time.Second) // 15 s after the read was sent; a may act until 16 s
+	held, err = b.tryAcquire(ctx)
+	require.NoError(t, err)
+	require.False(t, held, "a's renewal is 9 s old as b saw it")
+	clk.Step(6 * time.Second)
+	held, err = b.tryAcquire(ctx)
+	require.NoError(t, err)
+	require.True(t, held, "15 s after b saw a's last renewal")
+}
+
+// TestRenewalAfterAnotherWrite: a write to the held Lease by someone else
+// (a label) does not cost the holder its Lease: the renewal reads the
+// current record and renews it.
+func TestRenewalAfterAnotherWrite(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	casLeases(cs)
+	clk := clocktesting.NewFakeClock(t0)
+	a := &ownership{client: clientset.Wrap(cs), namespace: "ns", name: "shard-0", identity: "a", duration: 15 * time.Second, clock: clk}
+	held, err := a.tryAcquire(ctx)
+	require.NoError(t, err)
+	require.True(t, held)
+	l, err := cs.CoordinationV1().Leases("ns").Get(ctx, "shard-0", metav1.GetOptions{})
+	require.NoError(t, err)
+	l.Labels = map[string]string{"team": "x"}
+	_, err = cs.CoordinationV1().Leases("ns").Update(ctx, l, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	clk.Step(2 * time.Second)
+	r := a.renew(ctx, a.record)
+	require.NoError(t, r.err)
+	require.True(t, r.sent.Equal(clk.Now()))
+	require.Equal(t, "x", r.lease.Labels["team"])
+	require.True(t, r.lease.Spec.RenewTime.Time.Equal(clk.Now()))
 }

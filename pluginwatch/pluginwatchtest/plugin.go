@@ -150,10 +150,15 @@ func (h *Handler) RegisterPlugin(_ context.Context, name, endpoint string, _ []s
 	return nil
 }
 
-// DeregisterPlugin forgets the plugin.
-func (h *Handler) DeregisterPlugin(_ context.Context, name, _ string) {
+// DeregisterPlugin forgets the plugin if it is registered at endpoint
+// (as pluginwatch.Handler requires: a plugin that moved to a new socket
+// may have registered there first).
+func (h *Handler) DeregisterPlugin(_ context.Context, name, endpoint string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.Registered[name] != endpoint {
+		return
+	}
 	delete(h.Registered, name)
 	h.Events = append(h.Events, "deregister "+name)
 }

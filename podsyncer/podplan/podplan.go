@@ -305,14 +305,15 @@ func appActions(in Input, p *Plan) {
 			continue
 		case !ok:
 			p.Start = append(p.Start, Start{Container: c, Kind: App})
+		case st.State == Unknown:
+			// It may still run, in this sandbox or an earlier one: killed
+			// before a new instance starts, whatever the restart policy
+			// (the kubelet's rule).
+			p.Kill = append(p.Kill, Kill{Name: c.Name, ID: st.ID, Kind: App, Reason: ReasonUnknown})
+			p.Start = append(p.Start, Start{Container: c, Kind: App, Restart: true})
 		case !inSandbox || st.State == Exited || st.State == Created:
 			// An earlier sandbox's instance, an exit to restart, or an
 			// instance whose start failed: a new instance.
-			p.Start = append(p.Start, Start{Container: c, Kind: App, Restart: true})
-		case st.State == Unknown:
-			// It may still run: killed before a new instance starts,
-			// whatever the restart policy (the kubelet's rule).
-			p.Kill = append(p.Kill, Kill{Name: c.Name, ID: st.ID, Kind: App, Reason: ReasonUnknown})
 			p.Start = append(p.Start, Start{Container: c, Kind: App, Restart: true})
 		default:
 			runningApp(in, p, c, st)

@@ -106,7 +106,10 @@
 // volume already staged (NodeStageVolume is idempotent by the spec).
 // Upstream refuses a driver name already registered unless the newcomer's
 // version is higher, whatever its socket; here a registration from the
-// same socket is accepted too (a driver that restarted). A failed
-// registration leaves what an earlier registration of the name published
-// (upstream's uninstalls the name's node information).
+// same socket is accepted too (a driver that restarted). A registration
+// refused before any write (a topology collision, a failed NodeGetInfo)
+// leaves the Node and CSINode as they were; one whose CSINode write fails
+// after the Node's leaves the Node's new annotation and labels, and the
+// next attempt writes both again (upstream uninstalls the name's node
+// information on any failure).
 package csi

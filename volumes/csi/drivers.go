@@ -52,12 +52,26 @@ type DriversConfig struct {
 type Drivers struct {
 	cfg DriversConfig
 
-	// reg serialises registrations and deregistrations, so that the
-	// checks of one hold until its driver is in place.
-	reg sync.Mutex
-
 	mu      sync.Mutex
 	drivers map[string]*driver
+	// names holds a lock per driver name, serialising the registrations
+	// and deregistrations of one name (so the checks of one hold until
+	// its driver is in place) while a driver slow to answer holds up no
+	// other.
+	names map[string]*sync.Mutex
+}
+
+// lockName locks the registrations of name and returns the unlock.
+func (d *Drivers) lockName(name string) func() {
+	d.mu.Lock()
+	l := d.names[name]
+	if l == nil {
+		l = &sync.Mutex{}
+		d.names[name] = l
+	}
+	d.mu.Unlock()
+	l.Lock()
+	return l.Unlock
 }
 
 // driver is a registered driver's connection.
@@ -83,7 +97,7 @@ func NewDrivers(cfg DriversConfig) (*Drivers, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	return &Drivers{cfg: cfg, drivers: map[string]*driver{}}, nil
+	return &Drivers{cfg: cfg, drivers: map[string]*driver{}, names: map[string]*sync.Mutex{}}, nil
 }
 
 // ValidatePlugin accepts a driver with a valid name (a DNS-1123
@@ -131,8 +145,7 @@ func (d *Drivers) admit(caller, name, endpoint string, versions []string) (strin
 // were. The driver's volumes can be mounted from then on; it replaces a
 // driver of the same name registered before.
 func (d *Drivers) RegisterPlugin(ctx context.Context, name, endpoint string, versions []string) error {
-	d.reg.Lock()
-	defer d.reg.Unlock()
+	defer d.lockName(name)()
 	path, version, err := d.admit("RegisterPlugin", name, endpoint, versions)
 	if err != nil {
 		return err
@@ -192,8 +205,7 @@ func (d *Drivers) nodeInfo(ctx context.Context, drv *driver) (*csipb.NodeGetInfo
 // its entry from the CSINode object and the node annotation (topology
 // labels stay, as upstream).
 func (d *Drivers) DeregisterPlugin(ctx context.Context, name, endpoint string) {
-	d.reg.Lock()
-	defer d.reg.Unlock()
+	defer d.lockName(name)()
 	path, err := socketPath(endpoint)
 	if err != nil {
 		return // nothing is registered from there

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
@@ -209,4 +210,34 @@ func writeVolData(t *testing.T, dir string, data map[string]string) {
 	b, err := json.Marshal(data)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "vol_data.json"), b, 0o640))
+}
+
+// A driver that hangs in NodeGetInfo holds up only the registrations of
+// its own name: pluginwatch registers each socket in its own operation,
+// and another driver registers meanwhile.
+func TestHungDriverDelaysOnlyItsName(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, &csitest.Driver{})
+	slowDrv := &csitest.Driver{Name: "slow.example.com", NodeID: "id-slow"}
+	release := slowDrv.Hang("NodeGetInfo")
+	defer release()
+	slow := serve(t, slowDrv)
+	fast := serve(t, &csitest.Driver{Name: "fast.example.com", NodeID: "id-fast"})
+	done := make(chan error, 1)
+	go func() { done <- e.drivers.RegisterPlugin(ctx, "slow.example.com", slow, v1only) }()
+	require.Eventually(t, func() bool { return len(slowDrv.Calls("NodeGetInfo")) > 0 }, 10*time.Second, time.Millisecond)
+	fastDone := make(chan error, 1)
+	go func() { fastDone <- e.drivers.RegisterPlugin(ctx, "fast.example.com", fast, v1only) }()
+	select {
+	case err := <-fastDone:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		release()
+		<-fastDone
+		t.Fatal("the fast driver waited for the hung one")
+	}
+	require.Contains(t, e.drivers.Names(), "fast.example.com")
+	release()
+	require.NoError(t, <-done)
+	require.Contains(t, e.drivers.Names(), "slow.example.com")
 }

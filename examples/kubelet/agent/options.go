@@ -325,10 +325,9 @@ func (o *Options) checkExposure() error {
 	if mode == "" && o.Kube == nil {
 		mode = AuthorizationAlwaysAllow // what buildAPI would need
 	}
-	if mode != AuthorizationAlwaysAllow || kubeletapi.IsLoopback(o.APIAddr) {
-		return nil
+	if err := kubeletapi.CheckExposure(o.APIAddr, nil, o.AnonymousAuth, mode == AuthorizationAlwaysAllow); err != nil {
+		return fmt.Errorf("%w; flags: bind the API to a loopback address (--address 127.0.0.1), authenticate clients instead "+
+			"(--client-ca-file, without --anonymous-auth), or join a cluster (--kubeconfig) for Webhook authorization", err)
 	}
-	return fmt.Errorf("%w: anonymous authentication with AlwaysAllow authorization on %s; "+
-		"bind the API to a loopback address (--address 127.0.0.1), authenticate clients instead (--client-ca-file, "+
-		"without --anonymous-auth), or join a cluster (--kubeconfig) for Webhook authorization", ErrOpenAPI, o.APIAddr)
+	return nil
 }
