@@ -90,10 +90,7 @@ func TestOwnershipRules(t *testing.T) {
 	cs := fake.NewClientset()
 	casLeases(cs)
 	clk := clocktesting.NewFakeClock(t0)
-	own := func(id string) *ownership {
-		return &ownership{client: clientset.Wrap(cs), namespace: "ns", name: "shard-0", identity: id, duration: 15 * time.Second, clock: clk}
-	}
-	a, b := own("a"), own("b")
+	a, b := testOwnership(clientset.Wrap(cs), clk, "a"), testOwnership(clientset.Wrap(cs), clk, "b")
 	held, err := a.tryAcquire(ctx)
 	require.NoError(t, err)
 	require.True(t, held, "created")
@@ -360,6 +357,19 @@ func TestShardedConfig(t *testing.T) {
 	}
 }
 
+// testOwnership is replica id's claim on Lease ns/shard-0 (15 s).
+func testOwnership(client kubeclient.LeasesGetter, clk *clocktesting.FakeClock, id string) *ownership {
+	return &ownership{client: client, namespace: "ns", name: "shard-0", identity: id, duration: 15 * time.Second, clock: clk}
+}
+
+// mustAcquire takes o's Lease, which must be free.
+func mustAcquire(t *testing.T, o *ownership) {
+	t.Helper()
+	held, err := o.tryAcquire(context.Background())
+	require.NoError(t, err)
+	require.True(t, held)
+}
+
 // slowGets runs before on each Lease Get, as if the answer took that long
 // (before may step the clock and write).
 type slowGets struct {
@@ -390,20 +400,18 @@ func TestOwnershipCountsFromTheAnswer(t *testing.T) {
 	cs := fake.NewClientset()
 	casLeases(cs)
 	clk := clocktesting.NewFakeClock(t0)
-	a := &ownership{client: clientset.Wrap(cs), namespace: "ns", name: "shard-0", identity: "a", duration: 15 * time.Second, clock: clk}
-	held, err := a.tryAcquire(ctx)
-	require.NoError(t, err)
-	require.True(t, held)
+	a := testOwnership(clientset.Wrap(cs), clk, "a")
+	mustAcquire(t, a)
 	slow := false
-	b := &ownership{client: slowGets{LeasesGetter: clientset.Wrap(cs), before: func() {
+	b := testOwnership(slowGets{LeasesGetter: clientset.Wrap(cs), before: func() {
 		if slow {
 			clk.Step(6 * time.Second)
 			r := a.renew(ctx, a.record)
 			require.NoError(t, r.err)
 			a.renewed(r)
 		}
-	}}, namespace: "ns", name: "shard-0", identity: "b", duration: 15 * time.Second, clock: clk}
-	held, err = b.tryAcquire(ctx)
+	}}, clk, "b")
+	held, err := b.tryAcquire(ctx)
 	require.NoError(t, err)
 	require.False(t, held)
 	slow = true
@@ -429,10 +437,8 @@ func TestRenewalAfterAnotherWrite(t *testing.T) {
 	cs := fake.NewClientset()
 	casLeases(cs)
 	clk := clocktesting.NewFakeClock(t0)
-	a := &ownership{client: clientset.Wrap(cs), namespace: "ns", name: "shard-0", identity: "a", duration: 15 * time.Second, clock: clk}
-	held, err := a.tryAcquire(ctx)
-	require.NoError(t, err)
-	require.True(t, held)
+	a := testOwnership(clientset.Wrap(cs), clk, "a")
+	mustAcquire(t, a)
 	l, err := cs.CoordinationV1().Leases("ns").Get(ctx, "shard-0", metav1.GetOptions{})
 	require.NoError(t, err)
 	l.Labels = map[string]string{"team": "x"}
