@@ -127,7 +127,11 @@ func TestReferenceAgentContainerd(t *testing.T) {
 		if p == nil || p.Status.PodIP == "" || len(p.Status.ContainerStatuses) != 2 {
 			return false
 		}
-		s, c := p.Status.ContainerStatuses[0], p.Status.ContainerStatuses[1]
+		// Statuses are sorted by name, as the kubelet's status manager sorts them.
+		c, s := p.Status.ContainerStatuses[0], p.Status.ContainerStatuses[1]
+		if c.Name != "crasher" || s.Name != "sleeper" {
+			t.Fatalf("container statuses not sorted by name: %s, %s", c.Name, s.Name)
+		}
 		return s.Ready && s.State.Running != nil && c.RestartCount >= 1 &&
 			c.LastTerminationState.Terminated != nil && c.LastTerminationState.Terminated.ExitCode == 3
 	})
