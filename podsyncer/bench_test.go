@@ -27,7 +27,7 @@ func benchPod() (*v1.Pod, *podRuntime) {
 		return &runtimeapi.ContainerStatus{Id: id, Metadata: &runtimeapi.ContainerMetadata{Name: name}, State: state,
 			StartedAt: base, FinishedAt: finished, ImageRef: "sha256:" + name}
 	}
-	rtp := &podRuntime{sandboxes: []*runtimeapi.PodSandbox{{Id: "sb1", State: runtimeapi.PodSandboxState_SANDBOX_READY}}, sandboxIP: "10.0.0.5",
+	rtp := &podRuntime{sandboxes: []*runtimeapi.PodSandbox{{Id: "sb1", State: runtimeapi.PodSandboxState_SANDBOX_READY}}, sandboxIPs: []string{"10.0.0.5"},
 		containers: []*runtimeapi.ContainerStatus{ctr("c3", "app", runtimeapi.ContainerState_CONTAINER_RUNNING, 0),
 			ctr("c2", "side", runtimeapi.ContainerState_CONTAINER_RUNNING, 0), ctr("c1", "init", runtimeapi.ContainerState_CONTAINER_EXITED, base)}}
 	return pod, rtp

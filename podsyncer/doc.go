@@ -73,9 +73,17 @@
 //     it is stored in the same annotation (io.kubernetes.container.hash) but
 //     is not comparable with a kubelet's, so containers started by a kubelet
 //     are restarted once when this syncer takes a node over.
-//   - hostUsers: false (user namespaces) and recursive read-only mounts are
-//     refused loudly (FailedCreatePodSandBox / CreateContainerConfigError)
-//     rather than run without them.
+//   - hostUsers: false (user namespaces) is refused loudly
+//     (FailedCreatePodSandBox) rather than run without it.
+//   - Recursive read-only mounts follow the kubelet's rule against the
+//     runtime handler's feature (Config.RecursiveReadOnlyMounts), and every
+//     container status lists its volumeMounts (readOnly, recursiveReadOnly)
+//     as the kubelet writes them; they are computed from the spec on every
+//     status rather than kept from the first one the kubelet wrote.
+//   - Pod IPs are the newest ready sandbox's, one per family in the node's
+//     family order; once no sandbox is ready, the last known ones stay
+//     (from the PLEG cache, else from the pod's status across an agent
+//     restart), so a completed pod keeps its podIP as on the kubelet.
 //   - There is no device manager: extended resources from device plugins
 //     are not allocated to containers.
 //   - A pod's status.resources is what the agent last set its cgroup to, not

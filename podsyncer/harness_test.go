@@ -382,8 +382,13 @@ func (v *fakeVolumes) TearDownPod(_ context.Context, uid types.UID) error {
 	return nil
 }
 
-func (v *fakeVolumes) ContainerMounts(context.Context, *v1.Pod, *v1.Container, map[string]string) ([]*runtimeapi.Mount, error) {
-	return nil, nil
+func (v *fakeVolumes) ContainerMounts(_ context.Context, pod *v1.Pod, c *v1.Container, _ map[string]string) ([]*runtimeapi.Mount, error) {
+	var out []*runtimeapi.Mount
+	for _, vm := range c.VolumeMounts {
+		out = append(out, &runtimeapi.Mount{ContainerPath: vm.MountPath, HostPath: filepath.Join(v.PodDir(pod.UID), "volumes", vm.Name),
+			Readonly: vm.ReadOnly})
+	}
+	return out, nil
 }
 
 func (v *fakeVolumes) PodDir(uid types.UID) string { return filepath.Join(v.dir, string(uid)) }

@@ -134,7 +134,10 @@ func (s *Syncer) podIP(ctx context.Context, pod *v1.Pod) string {
 	if err != nil {
 		return ""
 	}
-	return rtp.sandboxIP
+	if ips := sortPodIPs(rtp.sandboxIPs, s.hostIPs()); len(ips) > 0 {
+		return ips[0]
+	}
+	return ""
 }
 
 // resolvePort turns a number or a named container port into a number.

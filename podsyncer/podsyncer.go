@@ -136,6 +136,14 @@ type Config struct {
 	// RuntimeClass resolves a RuntimeClass name to its CRI handler; nil
 	// fails pods that name one (FailedCreatePodSandBox).
 	RuntimeClass func(ctx context.Context, name string) (string, error)
+	// RecursiveReadOnlyMounts says whether the CRI runtime handler of that
+	// name ("" the default) makes read-only mounts recursive: its
+	// recursiveReadOnlyMounts feature as the runtime reports it
+	// (crinode.Source.RuntimeHandlers), where the host lets pods use it.
+	// nil: no handler does — a volumeMount's recursiveReadOnly IfPossible
+	// is a plain read-only mount and Enabled fails the container with
+	// CreateContainerConfigError, as on the kubelet with such a runtime.
+	RecursiveReadOnlyMounts func(handler string) bool
 	// Cgroups keeps the pod cgroup tree; nil leaves cgroups to the
 	// runtime's defaults (no pod-level limits, no in-place resize of the
 	// pod cgroup).
@@ -210,6 +218,7 @@ type Syncer struct {
 	maskedPaths    func() []string
 	seccompRoot    string
 	runtimeHandler func(ctx context.Context, runtimeClass string) (string, error)
+	rroSupported   func(handler string) bool
 	cgroups        *cgroups.Manager
 	activePods     func() []*v1.Pod
 	alloc          *allocation.Manager
@@ -270,10 +279,10 @@ func New(cfg Config) (*Syncer, error) {
 		backoff: backoff, probes: cfg.Probes, recorder: cfg.Recorder, beforeCreate: cfg.BeforeCreate,
 		logsDir: cfg.PodLogsDir, volumes: cfg.Volumes, objects: cfg.Objects, node: cfg.Node, services: cfg.Services,
 		net: cfg.Network, nodeHostsFile: cfg.NodeHostsFile, maskedPaths: masked,
-		seccompRoot: filepath.Clean(cfg.SeccompRoot), runtimeHandler: cfg.RuntimeClass, cgroups: cfg.Cgroups,
+		seccompRoot: filepath.Clean(cfg.SeccompRoot), runtimeHandler: cfg.RuntimeClass, rroSupported: cfg.RecursiveReadOnlyMounts, cgroups: cfg.Cgroups,
 		activePods: cfg.ActivePods, alloc: cfg.Allocation, initObserver: cfg.InitContainers}
 	s.status = &statusWriter{mgr: cfg.Status, clock: cfg.Clock, runtimeName: cfg.RuntimeName, backoff: backoff,
-		alloc: cfg.Allocation, hostIPs: s.hostIPs, probes: cfg.Probes}
+		alloc: cfg.Allocation, hostIPs: s.hostIPs, probes: cfg.Probes, recursiveReadOnly: s.recursiveReadOnly}
 	return s, nil
 }
 

@@ -35,8 +35,10 @@ const (
 // name), and the containers older sandboxes still hold (restart counts and
 // last states continue across a sandbox's recreation).
 type podRuntime struct {
-	sandboxes  []*runtimeapi.PodSandbox
-	sandboxIP  string
+	sandboxes []*runtimeapi.PodSandbox
+	// sandboxIPs are the newest sandbox's IPs (primary first) while it is
+	// ready; from the PLEG, the last known ones after it stopped.
+	sandboxIPs []string
 	containers []*runtimeapi.ContainerStatus
 	older      []*runtimeapi.ContainerStatus
 }
@@ -122,9 +124,10 @@ func inspect(ctx context.Context, rt criapi.RuntimeService, uid types.UID) (*pod
 	if len(sbs) == 0 {
 		return p, nil
 	}
-	st, err := rt.PodSandboxStatus(ctx, sbs[0].Id, false)
-	if err == nil && st.GetStatus().GetNetwork() != nil {
-		p.sandboxIP = st.GetStatus().GetNetwork().GetIp()
+	if sbs[0].State == runtimeapi.PodSandboxState_SANDBOX_READY {
+		if st, err := rt.PodSandboxStatus(ctx, sbs[0].Id, false); err == nil {
+			p.sandboxIPs = networkIPs(st.GetStatus().GetNetwork())
+		}
 	}
 	filter := &runtimeapi.ContainerFilter{PodSandboxId: sbs[0].Id}
 	if len(sbs) > 1 {
@@ -164,8 +167,8 @@ func fromPLEG(ps *pleg.PodStatus) *podRuntime {
 	newest := int64(math.MaxInt64)
 	if len(statuses) > 0 {
 		newest = statuses[0].CreatedAt
-		p.sandboxIP = statuses[0].GetNetwork().GetIp()
 	}
+	p.sandboxIPs = ps.IPs // kept by the PLEG after the sandbox stopped, as upstream's
 	for _, c := range ps.ContainerStatuses {
 		if c.CreatedAt >= newest {
 			p.containers = append(p.containers, c)
@@ -176,6 +179,20 @@ func fromPLEG(ps *pleg.PodStatus) *podRuntime {
 	slices.SortStableFunc(p.containers, newestFirst)
 	slices.SortStableFunc(p.older, newestFirst)
 	return p
+}
+
+// networkIPs are a sandbox's IPs, primary first.
+func networkIPs(n *runtimeapi.PodSandboxNetworkStatus) []string {
+	if n.GetIp() == "" {
+		return nil
+	}
+	ips := []string{n.Ip}
+	for _, ip := range n.AdditionalIps {
+		if ip.GetIp() != "" {
+			ips = append(ips, ip.Ip)
+		}
+	}
+	return ips
 }
 
 func newestFirst(a, b *runtimeapi.ContainerStatus) int {

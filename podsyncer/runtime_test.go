@@ -77,7 +77,7 @@ func TestFromPLEGAcrossSandboxes(t *testing.T) {
 	ctr := func(id, name string, attempt uint32, created int64, state runtimeapi.ContainerState) *runtimeapi.ContainerStatus {
 		return &runtimeapi.ContainerStatus{Id: id, State: state, CreatedAt: created, Metadata: &runtimeapi.ContainerMetadata{Name: name, Attempt: attempt}}
 	}
-	ps := &pleg.PodStatus{ID: "u1",
+	ps := &pleg.PodStatus{ID: "u1", IPs: []string{"10.0.0.9"},
 		SandboxStatuses: []*runtimeapi.PodSandboxStatus{
 			{Id: "old", CreatedAt: 1, State: runtimeapi.PodSandboxState_SANDBOX_NOTREADY},
 			{Id: "new", CreatedAt: 4, State: runtimeapi.PodSandboxState_SANDBOX_READY,
@@ -87,7 +87,7 @@ func TestFromPLEGAcrossSandboxes(t *testing.T) {
 	p := fromPLEG(ps)
 	require.Len(t, p.sandboxes, 2)
 	assert.Equal(t, "new", p.sandboxes[0].Id, "newest sandbox first")
-	assert.Equal(t, "10.0.0.9", p.sandboxIP)
+	assert.Equal(t, []string{"10.0.0.9"}, p.sandboxIPs, "the PLEG's IPs")
 	assert.NotNil(t, p.readySandbox())
 	assert.Equal(t, []string{"a4", "i1"}, ids(p.containers), "created since the newest sandbox, newest first")
 	assert.Equal(t, []string{"a3", "i0"}, ids(p.older))

@@ -14,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	netutils "k8s.io/utils/net"
 
 	"github.com/nodekit/nodekit/allocation"
 	"github.com/nodekit/nodekit/cgroups"
@@ -37,6 +38,9 @@ type statusWriter struct {
 	// alloc tells the resources running containers were given and the
 	// pod's resize conditions; nil without in-place resize.
 	alloc *allocation.Manager
+	// recursiveReadOnly says whether a runtime handler makes read-only
+	// mounts recursive (the volumeMounts status); nil: none does.
+	recursiveReadOnly func(handler string) bool
 
 	mu sync.Mutex
 	// startErrors holds why a container could not be created, by pod UID
@@ -126,8 +130,22 @@ func (w *statusWriter) build(ctx context.Context, pod *v1.Pod, rtp *podRuntime, 
 		for _, ip := range hostIPs {
 			s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
 		}
-	case rtp.sandboxIP != "":
-		s.PodIP, s.PodIPs = rtp.sandboxIP, []v1.PodIP{{IP: rtp.sandboxIP}}
+	default:
+		ips := sortPodIPs(rtp.sandboxIPs, hostIPs)
+		if len(ips) == 0 && rtp.readySandbox() == nil {
+			// The sandbox is gone or stopped: a completed pod keeps the
+			// address it had, as the kubelet's PLEG cache keeps it (also
+			// across an agent restart, from the API's status).
+			for _, ip := range old.PodIPs {
+				ips = append(ips, ip.IP)
+			}
+		}
+		for _, ip := range ips {
+			s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
+		}
+		if len(ips) > 0 {
+			s.PodIP = ips[0]
+		}
 	}
 	// Initialized: every init container succeeded and every sidecar
 	// started — or app containers ran already in this sandbox.
@@ -136,20 +154,21 @@ func (w *statusWriter) build(ctx context.Context, pod *v1.Pod, rtp *podRuntime, 
 		appsRan = appsRan || rtp.latest(pod.Spec.Containers[i].Name) != nil
 	}
 	restarting := restartingAll(pod, rtp, old)
+	rro := w.supportsRecursiveReadOnly(pod, rtp)
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		s.InitContainerStatuses = append(s.InitContainerStatuses,
-			w.containerStatus(pod, c, rtp, "PodInitializing", terminal, findStatus(old.InitContainerStatuses, c.Name), restarting))
+			w.containerStatus(pod, c, rtp, "PodInitializing", terminal, findStatus(old.InitContainerStatuses, c.Name), restarting, rro))
 	}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		s.ContainerStatuses = append(s.ContainerStatuses,
-			w.containerStatus(pod, c, rtp, "ContainerCreating", terminal, findStatus(old.ContainerStatuses, c.Name), restarting))
+			w.containerStatus(pod, c, rtp, "ContainerCreating", terminal, findStatus(old.ContainerStatuses, c.Name), restarting, rro))
 	}
 	for i := range pod.Spec.EphemeralContainers {
 		c := (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
 		s.EphemeralContainerStatuses = append(s.EphemeralContainerStatuses,
-			w.containerStatus(pod, c, rtp, "ContainerCreating", terminal, findStatus(old.EphemeralContainerStatuses, c.Name), false))
+			w.containerStatus(pod, c, rtp, "ContainerCreating", terminal, findStatus(old.EphemeralContainerStatuses, c.Name), false, rro))
 	}
 	if w.probes != nil {
 		w.probes.UpdatePodStatus(ctx, pod, &s)
@@ -196,6 +215,24 @@ func (w *statusWriter) build(ctx context.Context, pod *v1.Pod, rtp *podRuntime, 
 	s.Conditions = podConditions(pod, &s, old, now, rtp.readySandbox() != nil, initialized, incomplete, extra...)
 	limitTerminationMessages(pod, &s)
 	return s
+}
+
+// sortPodIPs orders a sandbox's IPs as the kubelet does: the first of the
+// node's primary IP family (IPv4 if the node has no address), then the
+// first of the other family; any further ones are dropped (the API allows
+// one per family).
+func sortPodIPs(ips, hostIPs []string) []string {
+	primary := len(hostIPs) == 0 || netutils.IsIPv4String(hostIPs[0])
+	var out []string
+	for _, v4 := range []bool{primary, !primary} {
+		for _, ip := range ips {
+			if netutils.IsIPv4String(ip) == v4 && netutils.ParseIPSloppy(ip) != nil {
+				out = append(out, ip)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // podResources are the pod-level allocatedResources (the requests of the
@@ -392,8 +429,26 @@ func conditions(old *v1.PodStatus, now metav1.Time, cs ...v1.PodCondition) []v1.
 // runtime no longer holds, as the kubelet's since v1.36
 // (RestartAllContainersOnContainerExits). restarting: the pod is being
 // reset (restartingAll).
-func (w *statusWriter) containerStatus(pod *v1.Pod, c *v1.Container, rtp *podRuntime, waitReason string, terminal bool, old *v1.ContainerStatus, restarting bool) v1.ContainerStatus {
-	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image, State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: waitReason}}}
+// supportsRecursiveReadOnly says whether the pod's runtime handler makes
+// read-only mounts recursive: the handler of its newest sandbox, the
+// default one for a pod without a RuntimeClass; false while a RuntimeClass
+// pod has no sandbox yet (its handler is not known without a lookup).
+func (w *statusWriter) supportsRecursiveReadOnly(pod *v1.Pod, rtp *podRuntime) bool {
+	if w.recursiveReadOnly == nil {
+		return false
+	}
+	switch {
+	case len(rtp.sandboxes) > 0 && rtp.sandboxes[0].RuntimeHandler != "":
+		return w.recursiveReadOnly(rtp.sandboxes[0].RuntimeHandler)
+	case pod.Spec.RuntimeClassName == nil || *pod.Spec.RuntimeClassName == "":
+		return w.recursiveReadOnly("")
+	}
+	return false
+}
+
+func (w *statusWriter) containerStatus(pod *v1.Pod, c *v1.Container, rtp *podRuntime, waitReason string, terminal bool, old *v1.ContainerStatus, restarting, rro bool) v1.ContainerStatus {
+	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image, State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: waitReason}},
+		VolumeMounts: volumeMountStatuses(c, rro)}
 	failed, hasFailed := w.startError(pod.UID, c.Name)
 	if hasFailed {
 		cs.State.Waiting = &failed

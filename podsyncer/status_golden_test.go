@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodekit/nodekit/podstatus"
 )
@@ -35,11 +36,18 @@ func TestStatusGolden(t *testing.T) {
 	}
 	running, exited := runtimeapi.ContainerState_CONTAINER_RUNNING, runtimeapi.ContainerState_CONTAINER_EXITED
 	sandbox := []*runtimeapi.PodSandbox{{Id: "sb1", State: runtimeapi.PodSandboxState_SANDBOX_READY}}
+	stopped := []*runtimeapi.PodSandbox{{Id: "sb1", State: runtimeapi.PodSandboxState_SANDBOX_NOTREADY}}
+	withIPs := func(p *v1.Pod, ip string) *v1.Pod {
+		p.Status.PodIP, p.Status.PodIPs = ip, []v1.PodIP{{IP: ip}}
+		return p
+	}
 	pod := func(policy v1.RestartPolicy, gates ...v1.PodConditionType) *v1.Pod {
 		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "uid-1", Generation: 2},
 			Spec: v1.PodSpec{RestartPolicy: policy,
 				InitContainers: []v1.Container{{Name: "init", Image: "busybox"}, {Name: "side", Image: "proxy", RestartPolicy: &always}},
-				Containers:     []v1.Container{{Name: "app", Image: "nginx"}}},
+				Containers: []v1.Container{{Name: "app", Image: "nginx", VolumeMounts: []v1.VolumeMount{
+					{Name: "data", MountPath: "/data"},
+					{Name: "cfg", MountPath: "/etc/cfg", ReadOnly: true, RecursiveReadOnly: ptr.To(v1.RecursiveReadOnlyIfPossible)}}}}},
 			Status: v1.PodStatus{QOSClass: v1.PodQOSBestEffort, Conditions: []v1.PodCondition{
 				{Type: v1.PodScheduled, Status: v1.ConditionTrue}, {Type: "example.com/other", Status: v1.ConditionTrue}}}}
 		for _, g := range gates {
@@ -55,19 +63,25 @@ func TestStatusGolden(t *testing.T) {
 		crashed bool
 	}{
 		{name: "pending", pod: pod(v1.RestartPolicyAlways), rtp: &podRuntime{}},
-		{name: "initializing", pod: pod(v1.RestartPolicyAlways), rtp: &podRuntime{sandboxes: sandbox, sandboxIP: "10.0.0.5",
+		{name: "initializing", pod: pod(v1.RestartPolicyAlways), rtp: &podRuntime{sandboxes: sandbox, sandboxIPs: []string{"10.0.0.5"},
 			containers: []*runtimeapi.ContainerStatus{ctr("c1", "init", 0, running, at(1), 0, 0)}}},
-		{name: "running-gated", pod: pod(v1.RestartPolicyAlways, "example.com/lb"), rtp: &podRuntime{sandboxes: sandbox, sandboxIP: "10.0.0.5",
+		{name: "running-gated", pod: pod(v1.RestartPolicyAlways, "example.com/lb"), rtp: &podRuntime{sandboxes: sandbox, sandboxIPs: []string{"10.0.0.5"},
 			containers: []*runtimeapi.ContainerStatus{
 				ctr("c3", "app", 0, running, at(5), 0, 0), ctr("c2", "side", 0, running, at(3), 0, 0), ctr("c1", "init", 0, exited, at(1), at(2), 0)}}},
-		{name: "crashloop", pod: pod(v1.RestartPolicyAlways), crashed: true, rtp: &podRuntime{sandboxes: sandbox, sandboxIP: "10.0.0.5",
+		{name: "crashloop", pod: pod(v1.RestartPolicyAlways), crashed: true, rtp: &podRuntime{sandboxes: sandbox, sandboxIPs: []string{"10.0.0.5"},
 			containers: []*runtimeapi.ContainerStatus{
 				ctr("c5", "app", 2, exited, at(20), at(21), 1), ctr("c4", "app", 1, exited, at(10), at(11), 1),
 				ctr("c2", "side", 0, running, at(3), 0, 0), ctr("c1", "init", 0, exited, at(1), at(2), 0)}}},
-		{name: "succeeded", pod: pod(v1.RestartPolicyNever), rtp: &podRuntime{sandboxes: sandbox, sandboxIP: "10.0.0.5",
+		{name: "succeeded", pod: pod(v1.RestartPolicyNever), rtp: &podRuntime{sandboxes: sandbox, sandboxIPs: []string{"10.0.0.5"},
 			containers: []*runtimeapi.ContainerStatus{
 				ctr("c3", "app", 0, exited, at(5), at(9), 0), ctr("c2", "side", 0, exited, at(3), at(10), 137), ctr("c1", "init", 0, exited, at(1), at(2), 0)}}},
-		{name: "init-failed", pod: pod(v1.RestartPolicyNever), rtp: &podRuntime{sandboxes: sandbox, sandboxIP: "10.0.0.5",
+		{name: "dual-stack", pod: pod(v1.RestartPolicyAlways), rtp: &podRuntime{sandboxes: sandbox, sandboxIPs: []string{"fd00::5", "10.0.0.5", "10.0.0.6"},
+			containers: []*runtimeapi.ContainerStatus{
+				ctr("c3", "app", 0, running, at(5), 0, 0), ctr("c2", "side", 0, running, at(3), 0, 0), ctr("c1", "init", 0, exited, at(1), at(2), 0)}}},
+		{name: "completed-stopped", pod: withIPs(pod(v1.RestartPolicyNever), "10.0.0.5"), rtp: &podRuntime{sandboxes: stopped,
+			containers: []*runtimeapi.ContainerStatus{
+				ctr("c3", "app", 0, exited, at(5), at(9), 0), ctr("c2", "side", 0, exited, at(3), at(10), 137), ctr("c1", "init", 0, exited, at(1), at(2), 0)}}},
+		{name: "init-failed", pod: pod(v1.RestartPolicyNever), rtp: &podRuntime{sandboxes: sandbox, sandboxIPs: []string{"10.0.0.5"},
 			containers: []*runtimeapi.ContainerStatus{ctr("c1", "init", 0, exited, at(1), at(2), 3)}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

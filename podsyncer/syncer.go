@@ -516,17 +516,10 @@ func (s *Syncer) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32)
 	if err := os.MkdirAll(cfg.LogDirectory, 0o750); err != nil {
 		return fmt.Errorf("pod log directory: %w", err)
 	}
-	handler := ""
-	if pod.Spec.RuntimeClassName != nil && *pod.Spec.RuntimeClassName != "" {
-		if s.runtimeHandler == nil {
-			err = fmt.Errorf("runtime class %q: no RuntimeClass lookup on this agent", *pod.Spec.RuntimeClassName)
-		} else {
-			handler, err = s.runtimeHandler(ctx, *pod.Spec.RuntimeClassName)
-		}
-		if err != nil {
-			s.event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
-			return fmt.Errorf("create pod sandbox: %w", err)
-		}
+	handler, err := s.podHandler(ctx, pod)
+	if err != nil {
+		s.event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+		return fmt.Errorf("create pod sandbox: %w", err)
 	}
 	id, err := s.rt.RunPodSandbox(ctx, cfg, handler)
 	if err != nil {
@@ -589,12 +582,7 @@ func (s *Syncer) start(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandb
 func (s *Syncer) containerConfig(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandbox, c *v1.Container, attempt uint32) (*runtimeapi.ContainerConfig, error) {
 	var podIPs []string
 	if st, err := s.rt.PodSandboxStatus(ctx, sb.Id, false); err == nil {
-		if n := st.GetStatus().GetNetwork(); n != nil && n.Ip != "" {
-			podIPs = append(podIPs, n.Ip)
-			for _, ip := range n.AdditionalIps {
-				podIPs = append(podIPs, ip.Ip)
-			}
-		}
+		podIPs = sortPodIPs(networkIPs(st.GetStatus().GetNetwork()), s.hostIPs())
 	}
 	ep := s.envPod(pod, podIPs)
 	ep.Static = kubetypes.IsStatic(pod)
@@ -604,6 +592,13 @@ func (s *Syncer) containerConfig(ctx context.Context, pod *v1.Pod, sb *runtimeap
 	}
 	mounts, err := s.volumes.ContainerMounts(ctx, pod, c, vars)
 	if err != nil {
+		return nil, err
+	}
+	handler, err := s.sandboxHandler(ctx, pod, sb)
+	if err != nil {
+		return nil, err
+	}
+	if err := applyRecursiveReadOnly(c, mounts, s.recursiveReadOnly(handler)); err != nil {
 		return nil, err
 	}
 	hosts, err := s.hostsMount(pod, c, podIPs)

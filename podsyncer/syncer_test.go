@@ -703,6 +703,15 @@ func TestSyncPodCreateContainerErrors(t *testing.T) {
 				p.Spec.SecurityContext = &v1.PodSecurityContext{RunAsNonRoot: ptr.To(true)}
 			},
 			wantReason: "CreateContainerConfigError", wantMessage: "container has runAsNonRoot and image will run as root"},
+		{name: "recursive read-only on a runtime without it",
+			pod: func(p *v1.Pod) {
+				p.Spec.Volumes = []v1.Volume{{Name: "mnt", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+				p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "mnt", MountPath: "/mnt", ReadOnly: true,
+					RecursiveReadOnly: ptr.To(v1.RecursiveReadOnlyEnabled)}}
+			},
+			wantReason: "CreateContainerConfigError",
+			wantMessage: `failed to resolve recursive read-only mode: volume "mnt" requested recursive read-only mode, ` +
+				"but it is not supported by the runtime"},
 		{name: "services not read yet",
 			edit:       func(cfg *podsyncer.Config, _ *harness) { cfg.Services = fakeServices{synced: false} },
 			wantReason: "CreateContainerConfigError", wantMessage: "services have not yet been read"},
@@ -737,6 +746,36 @@ func TestSyncPodCreateContainerErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A runtime handler with recursive read-only mounts gets them for Enabled
+// and IfPossible mounts (only on its own handler), and the statuses say so.
+func TestSyncPodRecursiveReadOnly(t *testing.T) {
+	h := newHarness(t, func(cfg *podsyncer.Config, _ *harness) {
+		cfg.RecursiveReadOnlyMounts = func(handler string) bool { return handler == "" }
+	})
+	pod := newPod("rro", ctr("app", appV1))
+	pod.Spec.Volumes = []v1.Volume{{Name: "mnt", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{
+		{Name: "mnt", MountPath: "/rro", ReadOnly: true, RecursiveReadOnly: ptr.To(v1.RecursiveReadOnlyEnabled)},
+		{Name: "mnt", MountPath: "/rro-if-possible", ReadOnly: true, RecursiveReadOnly: ptr.To(v1.RecursiveReadOnlyIfPossible)},
+		{Name: "mnt", MountPath: "/ro", ReadOnly: true},
+		{Name: "mnt", MountPath: "/rw"}}
+	h.mustSync(pod)
+	rro := map[string]bool{}
+	for _, m := range h.latest(pod, "app").Mounts {
+		rro[m.ContainerPath] = m.RecursiveReadOnly
+	}
+	assert.Equal(t, map[string]bool{"/rro": true, "/rro-if-possible": true, "/ro": false, "/rw": false, "/etc/hosts": false}, rro)
+	var modes []string
+	for _, m := range containerStatus(t, h.podStatus(pod), "app").VolumeMounts {
+		mode := "<nil>"
+		if m.RecursiveReadOnly != nil {
+			mode = string(*m.RecursiveReadOnly)
+		}
+		modes = append(modes, m.MountPath+"="+mode)
+	}
+	assert.Equal(t, []string{"/rro=Enabled", "/rro-if-possible=Enabled", "/ro=Disabled", "/rw=<nil>"}, modes)
 }
 
 // With Objects and Services the environment is resolved from them; the

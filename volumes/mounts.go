@@ -13,10 +13,12 @@ import (
 	"github.com/nodekit/nodekit/podenv"
 )
 
-// ContainerMounts returns the CRI mounts of c's volumeMounts, in order,
-// after SetUpPod succeeded. vars holds the container's resolved environment
-// for subPathExpr. configMap, secret, downwardAPI and projected volumes are
-// always read-only, as on the kubelet.
+// ContainerMounts returns the CRI mounts of c's volumeMounts, one each, in
+// order, after SetUpPod succeeded. vars holds the container's resolved
+// environment for subPathExpr. configMap, secret, downwardAPI and projected
+// volumes are always read-only, as on the kubelet. A volumeMount's
+// recursiveReadOnly is the caller's: it depends on the pod's runtime
+// handler (podsyncer resolves it and sets Mount.RecursiveReadOnly).
 func (m *Manager) ContainerMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, vars map[string]string) ([]*runtimeapi.Mount, error) {
 	// Both name directories of subPath binds (volume-subpaths/<volume>/<container>).
 	if err := errors.Join(checkName("pod UID", string(pod.UID)), checkName("container", c.Name)); err != nil {
@@ -57,9 +59,6 @@ func (m *Manager) ContainerMounts(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		prop, err := propagation(vm.MountPropagation)
 		if err != nil {
 			return nil, err
-		}
-		if vm.RecursiveReadOnly != nil && *vm.RecursiveReadOnly == v1.RecursiveReadOnlyEnabled {
-			return nil, fmt.Errorf("volumeMount %q of container %q: recursive read-only mounts are not supported by this node agent", vm.Name, c.Name)
 		}
 		out = append(out, &runtimeapi.Mount{
 			ContainerPath: vm.MountPath,

@@ -118,6 +118,27 @@ func (s *Source) RuntimeHandlers() []v1.NodeRuntimeHandler {
 	return out
 }
 
+// RecursiveReadOnlyMounts says whether the runtime handler of that name
+// ("" the default) makes read-only mounts recursive, as its RuntimeHandlers
+// entry reports it: false for an unknown handler, before the first Status
+// answer, or when the host does not offer the feature. It fits
+// podsyncer.Config.RecursiveReadOnlyMounts, so pods get what the Node says.
+func (s *Source) RecursiveReadOnlyMounts(handler string) bool {
+	if !s.cfg.RecursiveReadOnlyMounts {
+		return false
+	}
+	st := s.last.Load()
+	if st == nil {
+		return false
+	}
+	for _, h := range st.RuntimeHandlers {
+		if h.Name == handler {
+			return h.GetFeatures().GetRecursiveReadOnlyMounts()
+		}
+	}
+	return false
+}
+
 // NodeFeatures are the node's features from the runtime's last Status
 // answer: supplementalGroupsPolicy Strict when the runtime supports it.
 func (s *Source) NodeFeatures() *v1.NodeFeatures {

@@ -68,6 +68,15 @@ func TestSource(t *testing.T) {
 	src.NodeFeatures()
 	require.Equal(t, calls, rt.calls, "the handlers and features come from the last answer")
 
+	require.False(t, src.RecursiveReadOnlyMounts(""), "the host does not offer it")
+	rro, err := crinode.New(crinode.Config{Runtime: rt, RecursiveReadOnlyMounts: true})
+	require.NoError(t, err)
+	require.False(t, rro.RecursiveReadOnlyMounts(""), "no Status answer yet")
+	require.NoError(t, rro.RuntimeErrors(ctx))
+	require.True(t, rro.RecursiveReadOnlyMounts(""))
+	require.False(t, rro.RecursiveReadOnlyMounts("runc"), "the runtime does not give it on this handler")
+	require.False(t, rro.RecursiveReadOnlyMounts("kata"), "an unknown handler")
+
 	name, version, err := src.Version(ctx)
 	require.NoError(t, err)
 	require.Equal(t, "containerd 2.2.9", name+" "+version)

@@ -40,6 +40,7 @@ import (
 	"github.com/nodekit/nodekit/nodecerts"
 	"github.com/nodekit/nodekit/nodeclaim"
 	"github.com/nodekit/nodekit/nodestatus"
+	"github.com/nodekit/nodekit/nodestatus/crinode"
 	"github.com/nodekit/nodekit/objects"
 	"github.com/nodekit/nodekit/pleg"
 	"github.com/nodekit/nodekit/pluginwatch"
@@ -70,6 +71,7 @@ type Agent struct {
 	tempDir   string // removed on close
 	rt        criapi.RuntimeService
 	images    criapi.ImageManagerService
+	criNode   *crinode.Source  // the runtime's status, handlers and features
 	runtimeID string           // the runtime's name, the containerID scheme
 	claim     *nodeclaim.Claim // one live agent per node (cluster mode)
 
@@ -267,6 +269,12 @@ func (a *Agent) close(ctx context.Context) {
 // build wires the eight packages.
 func (a *Agent) build(ctx context.Context) error {
 	var err error
+	// The handlers report recursive read-only mounts where the runtime
+	// gives them (the pod syncer honours them); not user namespaces, which
+	// the pod syncer refuses loudly.
+	if a.criNode, err = crinode.New(crinode.Config{Runtime: a.rt, Images: a.images, RecursiveReadOnlyMounts: true}); err != nil {
+		return err
+	}
 	// Events and probe results go straight to the sync loop (built below,
 	// before anything runs).
 	if a.pleg, err = pleg.New(pleg.Config{Runtime: a.rt, Evented: a.opts.Evented, RuntimeName: a.runtimeID,
@@ -330,7 +338,7 @@ func (a *Agent) build(ctx context.Context) error {
 	}
 	syncCfg := podsyncer.Config{Runtime: a.rt, Images: a.images, RuntimeName: a.runtimeID, Status: a.statusMgr,
 		Volumes: a.volumes, Puller: puller, States: a.pleg, Probes: a.probes, Node: nodeView{a}, Cgroups: a.cgroups,
-		ActivePods: a.activePods, Allocation: a.alloc, InitContainers: a.startup,
+		ActivePods: a.activePods, Allocation: a.alloc, InitContainers: a.startup, RecursiveReadOnlyMounts: a.criNode.RecursiveReadOnlyMounts,
 		PodLogsDir: a.opts.PodLogsDir, SeccompRoot: filepath.Join(a.opts.RootDir, "seccomp"), Recorder: a.recorder, Clock: a.opts.Clock,
 		Network: podnet.Config{ClusterDNS: a.opts.ClusterDNS, ClusterDomain: a.opts.ClusterDomain, ResolvConf: a.opts.ResolvConf}}
 	if a.sim != nil {

@@ -16,7 +16,6 @@ import (
 	"github.com/nodekit/nodekit/nodeclaim"
 	"github.com/nodekit/nodekit/nodestatus"
 	"github.com/nodekit/nodekit/nodestatus/cadvisorinfo"
-	"github.com/nodekit/nodekit/nodestatus/crinode"
 )
 
 func scheme() *runtime.Scheme { return clientgoscheme.Scheme }
@@ -56,13 +55,7 @@ func (a *Agent) buildNodeStatus(ctx context.Context) error {
 		NodeName: a.opts.NodeName, ID: id, Clock: a.opts.Clock}); err != nil {
 		return err
 	}
-	// The handlers report neither recursive read-only mounts nor user
-	// namespaces: the pod syncer does not support them (such pods fail
-	// loudly), whatever the runtime could do.
-	cri, err := crinode.New(crinode.Config{Runtime: a.rt, Images: a.images})
-	if err != nil {
-		return err
-	}
+	cri := a.criNode
 	var b nodestatus.Builder
 	b.Add(a.claim.Setter, nil) // first: a node taken over stops this agent
 	b.Add(nodestatus.NodeAddress(addr))
