@@ -5,9 +5,10 @@
 //
 // A Setter fills one part of a *v1.Node. The constructors mirror the
 // kubelet's: NodeAddress, MachineInfo, VersionInfo, DaemonEndpoints, Images,
-// GoRuntime, RuntimeHandlers, NodeFeatures, MemoryPressureCondition,
-// DiskPressureCondition, PIDPressureCondition, ReadyCondition and
-// VolumesInUse. Each takes the small functions it needs (the eviction
+// GoRuntime, RuntimeHandlers, NodeFeatures, DeclaredFeatures (from
+// DiscoverDeclaredFeatures over the shared nodedeclaredfeatures registry),
+// MemoryPressureCondition, DiskPressureCondition, PIDPressureCondition,
+// ReadyCondition and VolumesInUse. Each takes the small functions it needs (the eviction
 // manager's IsUnderMemoryPressure, the runtime's version, the image list),
 // validates them, and returns (Setter, error); a Builder collects a list.
 // Reasons, messages and event names are the kubelet's; a condition's
