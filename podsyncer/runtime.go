@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"math"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -179,6 +180,33 @@ func fromPLEG(ps *pleg.PodStatus) *podRuntime {
 	slices.SortStableFunc(p.containers, newestFirst)
 	slices.SortStableFunc(p.older, newestFirst)
 	return p
+}
+
+// attemptsInLogDir is one past the highest attempt whose log file
+// (<attempt>.log, or a rotated <attempt>.log.<suffix>) is in dir, 0 when
+// there is none: the kubelet's restart count of a container the runtime no
+// longer holds.
+func attemptsInLogDir(dir string) uint32 {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	var next uint32
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		num, rest, ok := strings.Cut(e.Name(), ".log")
+		if !ok || (rest != "" && rest[0] != '.') {
+			continue
+		}
+		n, err := strconv.ParseUint(num, 10, 32)
+		if err != nil || n >= math.MaxUint32 {
+			continue
+		}
+		next = max(next, uint32(n)+1)
+	}
+	return next
 }
 
 // networkIPs are a sandbox's IPs, primary first.

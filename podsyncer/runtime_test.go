@@ -2,6 +2,8 @@ package podsyncer
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -107,4 +109,15 @@ func ids(cs []*runtimeapi.ContainerStatus) []string {
 		out = append(out, c.Id)
 	}
 	return out
+}
+
+func TestAttemptsInLogDir(t *testing.T) {
+	dir := t.TempDir()
+	assert.Zero(t, attemptsInLogDir(filepath.Join(dir, "missing")))
+	assert.Zero(t, attemptsInLogDir(dir), "empty")
+	for _, name := range []string{"0.log", "2.log.20261202-101010", "7.logfoo", "x.log", "-1.log", "99999999999.log"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), nil, 0o600))
+	}
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "9.log"), 0o700))
+	assert.Equal(t, uint32(3), attemptsInLogDir(dir), "one past the highest attempt, rotated files counted, others ignored")
 }

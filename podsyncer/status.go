@@ -481,6 +481,17 @@ func (w *statusWriter) containerStatus(pod *v1.Pod, c *v1.Container, rtp *podRun
 			return *old.DeepCopy()
 		default:
 			cs.RestartCount, cs.LastTerminationState = old.RestartCount, *old.LastTerminationState.DeepCopy()
+			if old.State.Running != nil && !hasFailed && cs.LastTerminationState.Terminated == nil {
+				// It was running and is gone without a trace (removed,
+				// or the runtime lost it while the agent was away): it
+				// stopped, as the kubelet infers, rather than the pod
+				// falling back to Pending; unless the pod is being
+				// deleted, it is restarted.
+				cs.LastTerminationState = v1.ContainerState{Terminated: lostRunning()}
+				if pod.DeletionTimestamp == nil {
+					cs.RestartCount++
+				}
+			}
 		}
 		return cs
 	}
@@ -501,6 +512,10 @@ func (w *statusWriter) containerStatus(pod *v1.Pod, c *v1.Container, rtp *podRun
 	case old.ContainerID != cs.ContainerID && old.State.Terminated != nil:
 		// The instance before this one, removed from the runtime.
 		cs.LastTerminationState = v1.ContainerState{Terminated: old.State.Terminated.DeepCopy()}
+	case old.ContainerID != "" && old.ContainerID != cs.ContainerID && old.State.Running != nil:
+		// The instance before this one was last seen running and is
+		// gone without a trace: it stopped, as the kubelet infers.
+		cs.LastTerminationState = v1.ContainerState{Terminated: lostRunning()}
 	case old.LastTerminationState.Terminated != nil:
 		cs.LastTerminationState = v1.ContainerState{Terminated: old.LastTerminationState.Terminated.DeepCopy()}
 	}
@@ -531,6 +546,13 @@ func (w *statusWriter) containerStatus(pod *v1.Pod, c *v1.Container, rtp *podRun
 		}
 	}
 	return cs
+}
+
+// lostRunning is the kubelet's termination of a container last seen
+// running that the runtime no longer holds.
+func lostRunning() *v1.ContainerStateTerminated {
+	return &v1.ContainerStateTerminated{Reason: podstatus.ReasonContainerStatusUnknown, ExitCode: 137,
+		Message: "The container could not be located when the pod was deleted.  The container used to be Running"}
 }
 
 func terminated(c *v1.Container, st *runtimeapi.ContainerStatus, runtimeName string) *v1.ContainerStateTerminated {

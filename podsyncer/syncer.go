@@ -386,6 +386,11 @@ func (s *Syncer) execute(ctx context.Context, pod *v1.Pod, rtp *podRuntime, plan
 	for _, st := range plan.Start {
 		c := st.Container
 		attempt := rtp.nextAttempt(c.Name)
+		if attempt == 0 {
+			// No instance left in the runtime: count the earlier ones by
+			// their log files, as the kubelet does.
+			attempt = attemptsInLogDir(filepath.Join(PodLogDir(s.logsDir, pod), c.Name))
+		}
 		if last := rtp.latest(c.Name); last != nil {
 			if !killed[c.Name] {
 				if err := s.crashBackoff(pod, c, last); err != nil {
