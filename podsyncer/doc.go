@@ -73,8 +73,14 @@
 //     it is stored in the same annotation (io.kubernetes.container.hash) but
 //     is not comparable with a kubelet's, so containers started by a kubelet
 //     are restarted once when this syncer takes a node over.
-//   - hostUsers: false (user namespaces) is refused loudly
-//     (FailedCreatePodSandBox) rather than run without it.
+//   - A pod with hostUsers: false gets the user namespace
+//     Config.UserNamespaces gives it (the userns block) on its sandbox and
+//     every container, their mounts idmapped, as the kubelet; the host's
+//     pods send no user namespace option (the kubelet sends mode NODE,
+//     which runtimes treat alike). Without Config.UserNamespaces such a pod
+//     is refused loudly (FailedCreatePodSandBox) rather than run in the
+//     host's. The kubelet's started_user_namespaced_pods metrics are not
+//     kept.
 //   - Recursive read-only mounts follow the kubelet's rule against the
 //     runtime handler's feature (Config.RecursiveReadOnlyMounts), and every
 //     container status lists its volumeMounts (readOnly, recursiveReadOnly)

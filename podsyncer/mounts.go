@@ -2,6 +2,7 @@ package podsyncer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
@@ -101,4 +102,18 @@ func (s *Syncer) podHandler(ctx context.Context, pod *v1.Pod) (string, error) {
 // mounts recursive.
 func (s *Syncer) recursiveReadOnly(handler string) bool {
 	return s.rroSupported != nil && s.rroSupported(handler)
+}
+
+// userNamespace is the user namespace of pod's sandbox and containers on
+// the named runtime handler: nil (the host's) unless the pod asks for
+// hostUsers: false, which needs Config.UserNamespaces — without it the
+// pod fails loudly rather than run in the host's namespace.
+func (s *Syncer) userNamespace(ctx context.Context, pod *v1.Pod, handler string) (*runtimeapi.UserNamespace, error) {
+	if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers {
+		return nil, nil
+	}
+	if s.userns == nil {
+		return nil, errors.New("hostUsers: false (user namespaces) is not supported by this node agent")
+	}
+	return s.userns.PodUserNamespace(ctx, pod, handler, s.usernsSupported != nil && s.usernsSupported(handler))
 }

@@ -51,6 +51,14 @@ type Volumes interface {
 	PodDir(uid types.UID) string
 }
 
+// UserNamespaces allocates pods' user namespaces; *userns.Manager
+// implements it. PodUserNamespace is asked for the sandbox and for every
+// container (the same range each time); Release once the pod is gone.
+type UserNamespaces interface {
+	PodUserNamespace(ctx context.Context, pod *v1.Pod, runtimeHandler string, handlerSupportsUserNS bool) (*runtimeapi.UserNamespace, error)
+	Release(ctx context.Context, uid types.UID) error
+}
+
 // Objects reads the configMaps and secrets pods reference (environment,
 // image pull secrets); *objects.Cache implements it. Register is called on
 // every sync of a pod that runs, Unregister once it is gone.
@@ -144,6 +152,14 @@ type Config struct {
 	// is a plain read-only mount and Enabled fails the container with
 	// CreateContainerConfigError, as on the kubelet with such a runtime.
 	RecursiveReadOnlyMounts func(handler string) bool
+	// UserNamespaces gives pods with hostUsers: false a user namespace of
+	// their own (*userns.Manager implements it); nil fails such pods
+	// loudly (FailedCreatePodSandBox) rather than run them in the host's.
+	UserNamespaces UserNamespaces
+	// UserNamespacesSupported says whether the CRI runtime handler of that
+	// name supports user namespaces (crinode.Source.UserNamespaces); nil:
+	// none does, and hostUsers: false pods fail with the kubelet's message.
+	UserNamespacesSupported func(handler string) bool
 	// Cgroups keeps the pod cgroup tree; nil leaves cgroups to the
 	// runtime's defaults (no pod-level limits, no in-place resize of the
 	// pod cgroup).
@@ -198,31 +214,33 @@ type InitContainerObserver interface {
 // Syncer is a podworkers.Syncer over a CRI runtime, the SyncPod half of
 // the kubelet's kuberuntime manager. Build it with New.
 type Syncer struct {
-	rt             criapi.RuntimeService
-	states         States
-	images         criapi.ImageManagerService
-	pull           *ImagePuller
-	clock          clock.WithTicker
-	backoff        *crashBackoff
-	probes         Probes
-	status         *statusWriter
-	recorder       record.EventRecorder
-	beforeCreate   func(pod *v1.Pod, c *v1.Container) error
-	logsDir        string
-	volumes        Volumes
-	objects        Objects
-	node           Node
-	services       Services
-	net            podnet.Config
-	nodeHostsFile  string
-	maskedPaths    func() []string
-	seccompRoot    string
-	runtimeHandler func(ctx context.Context, runtimeClass string) (string, error)
-	rroSupported   func(handler string) bool
-	cgroups        *cgroups.Manager
-	activePods     func() []*v1.Pod
-	alloc          *allocation.Manager
-	initObserver   InitContainerObserver
+	rt              criapi.RuntimeService
+	states          States
+	images          criapi.ImageManagerService
+	pull            *ImagePuller
+	clock           clock.WithTicker
+	backoff         *crashBackoff
+	probes          Probes
+	status          *statusWriter
+	recorder        record.EventRecorder
+	beforeCreate    func(pod *v1.Pod, c *v1.Container) error
+	logsDir         string
+	volumes         Volumes
+	objects         Objects
+	node            Node
+	services        Services
+	net             podnet.Config
+	nodeHostsFile   string
+	maskedPaths     func() []string
+	seccompRoot     string
+	runtimeHandler  func(ctx context.Context, runtimeClass string) (string, error)
+	rroSupported    func(handler string) bool
+	userns          UserNamespaces
+	usernsSupported func(handler string) bool
+	cgroups         *cgroups.Manager
+	activePods      func() []*v1.Pod
+	alloc           *allocation.Manager
+	initObserver    InitContainerObserver
 }
 
 var _ podworkers.Syncer = (*Syncer)(nil)
@@ -280,6 +298,7 @@ func New(cfg Config) (*Syncer, error) {
 		logsDir: cfg.PodLogsDir, volumes: cfg.Volumes, objects: cfg.Objects, node: cfg.Node, services: cfg.Services,
 		net: cfg.Network, nodeHostsFile: cfg.NodeHostsFile, maskedPaths: masked,
 		seccompRoot: filepath.Clean(cfg.SeccompRoot), runtimeHandler: cfg.RuntimeClass, rroSupported: cfg.RecursiveReadOnlyMounts, cgroups: cfg.Cgroups,
+		userns: cfg.UserNamespaces, usernsSupported: cfg.UserNamespacesSupported,
 		activePods: cfg.ActivePods, alloc: cfg.Allocation, initObserver: cfg.InitContainers}
 	s.status = &statusWriter{mgr: cfg.Status, clock: cfg.Clock, runtimeName: cfg.RuntimeName, backoff: backoff,
 		alloc: cfg.Allocation, hostIPs: s.hostIPs, probes: cfg.Probes, recursiveReadOnly: s.recursiveReadOnly}

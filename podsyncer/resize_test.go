@@ -1,6 +1,7 @@
 package podsyncer
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -99,7 +100,7 @@ func TestSandboxConfigCgroup(t *testing.T) {
 		Containers: []v1.Container{{Name: "a", Resources: v1.ResourceRequirements{Requests: reqs("cpu", "250m"), Limits: reqs("cpu", "500m", "memory", "128Mi")}},
 			{Name: "b", Resources: v1.ResourceRequirements{Requests: reqs("cpu", "250m"), Limits: reqs("cpu", "500m", "memory", "128Mi")}}},
 	}}
-	cfg, err := s.sandboxConfig(pod, 0, false)
+	cfg, err := s.sandboxConfig(context.Background(), pod, "", 0, false)
 	require.NoError(t, err)
 	assert.Equal(t, "/kubepods/burstable/podu1", cfg.Linux.CgroupParent)
 	assert.Equal(t, &runtimeapi.LinuxContainerResources{CpuShares: 512, CpuPeriod: 100000, CpuQuota: 100000, MemoryLimitInBytes: 256 << 20},
@@ -108,7 +109,7 @@ func TestSandboxConfigCgroup(t *testing.T) {
 		cfg.Linux.Overhead)
 
 	s.cgroups = nil
-	cfg, err = s.sandboxConfig(pod, 0, false)
+	cfg, err = s.sandboxConfig(context.Background(), pod, "", 0, false)
 	require.NoError(t, err)
 	assert.Empty(t, cfg.Linux.CgroupParent, "without pod cgroups the runtime picks")
 }

@@ -64,10 +64,10 @@ func (b *crashBackoff) gc() { b.b.GC() }
 // sandboxConfig is the pod's CRI sandbox config: identity, hostname, DNS,
 // namespaces, log directory. warn reports DNS problems as events (on
 // creation only, not on every container start).
-func (s *Syncer) sandboxConfig(pod *v1.Pod, attempt uint32, warn bool) (*runtimeapi.PodSandboxConfig, error) {
-	if pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers {
-		// Never run such a pod in the host's user namespace.
-		return nil, errors.New("hostUsers: false (user namespaces) is not supported by this node agent")
+func (s *Syncer) sandboxConfig(ctx context.Context, pod *v1.Pod, handler string, attempt uint32, warn bool) (*runtimeapi.PodSandboxConfig, error) {
+	userns, err := s.userNamespace(ctx, pod, handler)
+	if err != nil {
+		return nil, err
 	}
 	host, domain, err := s.net.HostnameAndDomain(pod)
 	if err != nil {
@@ -89,6 +89,7 @@ func (s *Syncer) sandboxConfig(pod *v1.Pod, attempt uint32, warn bool) (*runtime
 	}
 	cfg := sandboxConfig(pod, attempt, s.logsDir)
 	cfg.Linux.SecurityContext = s.sandboxSecurity(pod)
+	cfg.Linux.SecurityContext.NamespaceOptions.UsernsOptions = userns
 	if psc := pod.Spec.SecurityContext; psc != nil && len(psc.Sysctls) > 0 {
 		cfg.Linux.Sysctls = map[string]string{}
 		for _, sc := range psc.Sysctls {
@@ -513,18 +514,17 @@ func specOf(pod *v1.Pod, name string) *v1.Container {
 }
 
 func (s *Syncer) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) error {
-	cfg, err := s.sandboxConfig(pod, attempt, true)
+	handler, err := s.podHandler(ctx, pod)
+	var cfg *runtimeapi.PodSandboxConfig
+	if err == nil {
+		cfg, err = s.sandboxConfig(ctx, pod, handler, attempt, true)
+	}
 	if err != nil {
 		s.event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		return fmt.Errorf("create pod sandbox: %w", err)
 	}
 	if err := os.MkdirAll(cfg.LogDirectory, 0o750); err != nil {
 		return fmt.Errorf("pod log directory: %w", err)
-	}
-	handler, err := s.podHandler(ctx, pod)
-	if err != nil {
-		s.event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
-		return fmt.Errorf("create pod sandbox: %w", err)
 	}
 	id, err := s.rt.RunPodSandbox(ctx, cfg, handler)
 	if err != nil {
@@ -536,14 +536,18 @@ func (s *Syncer) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32)
 }
 
 func (s *Syncer) start(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandbox, c *v1.Container, attempt uint32) error {
-	sbCfg, err := s.sandboxConfig(pod, sb.Metadata.Attempt, false)
+	handler, err := s.sandboxHandler(ctx, pod, sb)
+	if err != nil {
+		return err
+	}
+	sbCfg, err := s.sandboxConfig(ctx, pod, handler, sb.Metadata.Attempt, false)
 	if err != nil {
 		return err
 	}
 	if err := s.ensureImage(ctx, pod, c, sbCfg); err != nil {
 		return err
 	}
-	cfg, err := s.containerConfig(ctx, pod, sb, c, attempt)
+	cfg, err := s.containerConfig(ctx, pod, sb, handler, sbCfg.Linux.SecurityContext.NamespaceOptions.UsernsOptions, c, attempt)
 	if err == nil {
 		err = s.checkNonRoot(ctx, pod, c)
 	}
@@ -584,7 +588,8 @@ func (s *Syncer) start(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandb
 
 // containerConfig is the CRI config of c: its environment resolved,
 // command and args expanded with it, its volume mounts.
-func (s *Syncer) containerConfig(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandbox, c *v1.Container, attempt uint32) (*runtimeapi.ContainerConfig, error) {
+func (s *Syncer) containerConfig(ctx context.Context, pod *v1.Pod, sb *runtimeapi.PodSandbox, handler string, userns *runtimeapi.UserNamespace,
+	c *v1.Container, attempt uint32) (*runtimeapi.ContainerConfig, error) {
 	var podIPs []string
 	if st, err := s.rt.PodSandboxStatus(ctx, sb.Id, false); err == nil {
 		podIPs = sortPodIPs(networkIPs(st.GetStatus().GetNetwork()), s.hostIPs())
@@ -596,10 +601,6 @@ func (s *Syncer) containerConfig(ctx context.Context, pod *v1.Pod, sb *runtimeap
 		return nil, err
 	}
 	mounts, err := s.volumes.ContainerMounts(ctx, pod, c, vars)
-	if err != nil {
-		return nil, err
-	}
-	handler, err := s.sandboxHandler(ctx, pod, sb)
 	if err != nil {
 		return nil, err
 	}
@@ -637,6 +638,14 @@ func (s *Syncer) containerConfig(ctx context.Context, pod *v1.Pod, sb *runtimeap
 	cfg.Envs = keyValues(vars)
 	cfg.Command = podenv.ExpandAll(c.Command, vars)
 	cfg.Args = podenv.ExpandAll(c.Args, vars)
+	if userns != nil {
+		// The pod's user namespace, and idmapped mounts in it, as the
+		// kubelet sets them on every container.
+		cfg.Linux.SecurityContext.NamespaceOptions.UsernsOptions = userns
+		for _, m := range mounts {
+			m.UidMappings, m.GidMappings = userns.GetUids(), userns.GetGids()
+		}
+	}
 	cfg.Mounts = mounts
 	return cfg, nil
 }
@@ -751,6 +760,11 @@ func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error {
 	s.backoff.gc()
 	if s.alloc != nil {
 		s.alloc.Forget(pod.UID)
+	}
+	if s.userns != nil {
+		if err := s.userns.Release(ctx, pod.UID); err != nil {
+			return err
+		}
 	}
 	s.status.finishDeletion(pod)
 	return nil

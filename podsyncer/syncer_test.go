@@ -910,6 +910,13 @@ func TestSyncPodSandboxFailures(t *testing.T) {
 		{name: "user namespaces",
 			pod:         func(p *v1.Pod) { p.Spec.HostUsers = ptr.To(false) },
 			wantMessage: "hostUsers: false (user namespaces) is not supported"},
+		{name: "user namespaces on a handler without them",
+			edit: func(cfg *podsyncer.Config, _ *harness) {
+				cfg.UserNamespaces = &fakeUserNamespaces{}
+				cfg.UserNamespacesSupported = func(string) bool { return false }
+			},
+			pod:         func(p *v1.Pod) { p.Spec.HostUsers = ptr.To(false) },
+			wantMessage: `RuntimeClass handler "" does not support user namespaces`},
 		{name: "invalid hostname",
 			pod:         func(p *v1.Pod) { p.Spec.Hostname = "Not_A_Label" },
 			wantMessage: `pod Hostname "Not_A_Label" is not a valid DNS label`},
@@ -2198,4 +2205,76 @@ func TestSyncPodRestartAllContainersDuringBackOff(t *testing.T) {
 		require.NotNil(t, cs.LastTerminationState.Terminated, name)
 		assert.Equal(t, "RestartingAllContainers", cs.LastTerminationState.Terminated.Reason, name)
 	}
+}
+
+// fakeUserNamespaces hands every pod the same range, as userns.Manager's
+// contract says (the same range on every call until Release), and records
+// releases.
+type fakeUserNamespaces struct {
+	mu       sync.Mutex
+	calls    []string // "<pod> <handler>"
+	released []types.UID
+}
+
+func (f *fakeUserNamespaces) PodUserNamespace(_ context.Context, pod *v1.Pod, handler string, supported bool) (*runtimeapi.UserNamespace, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, pod.Name+" "+handler)
+	if !supported {
+		return nil, fmt.Errorf("can't set `spec.hostUsers: false`, RuntimeClass handler %q does not support user namespaces", handler)
+	}
+	m := []*runtimeapi.IDMapping{{HostId: 65536 * 2, ContainerId: 0, Length: 65536}}
+	return &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD, Uids: m, Gids: m}, nil
+}
+
+func (f *fakeUserNamespaces) Release(_ context.Context, uid types.UID) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.released = append(f.released, uid)
+	return nil
+}
+
+// A pod with hostUsers: false runs in the user namespace the manager
+// gives it: the sandbox and every container with the same one, their
+// mounts idmapped; the range is released once the pod is gone. Other pods
+// keep the host's.
+func TestSyncPodUserNamespaces(t *testing.T) {
+	uns := &fakeUserNamespaces{}
+	h := newHarness(t, func(cfg *podsyncer.Config, _ *harness) {
+		cfg.UserNamespaces = uns
+		cfg.UserNamespacesSupported = func(handler string) bool { return handler == "" }
+	})
+	pod := newPod("userns", ctr("app", appV1))
+	pod.Spec.HostUsers = ptr.To(false)
+	pod.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	h.mustSync(pod)
+
+	sbs := h.calls.sandboxConfigs()
+	require.Len(t, sbs, 1)
+	ns := sbs[0].Linux.SecurityContext.NamespaceOptions.UsernsOptions
+	require.NotNil(t, ns)
+	assert.Equal(t, runtimeapi.NamespaceMode_POD, ns.Mode)
+	cfg := h.calls.containerConfig("app")
+	assert.Equal(t, ns.String(), cfg.Linux.SecurityContext.NamespaceOptions.UsernsOptions.String(), "the container shares the sandbox's")
+	require.NotEmpty(t, cfg.Mounts)
+	for _, m := range cfg.Mounts {
+		require.Len(t, m.UidMappings, 1, m.ContainerPath)
+		assert.Equal(t, uint32(65536*2), m.UidMappings[0].HostId)
+		assert.Equal(t, m.UidMappings[0].String(), m.GidMappings[0].String())
+	}
+	assert.Equal(t, running, h.latest(pod, "app").State)
+
+	plain := newPod("hostusers", ctr("app", appV1))
+	h.mustSync(plain)
+	assert.Nil(t, h.calls.sandboxConfigs()[1].Linux.SecurityContext.NamespaceOptions.UsernsOptions, "the host's")
+	uns.mu.Lock()
+	assert.Equal(t, []string{"userns ", "userns "}, uns.calls, "asked for the sandbox and the container, never for other pods")
+	uns.mu.Unlock()
+
+	require.NoError(t, h.terminate(pod, 0, nil))
+	require.NoError(t, h.s.SyncTerminatedPod(h.ctx, pod))
+	uns.mu.Lock()
+	defer uns.mu.Unlock()
+	assert.Equal(t, []types.UID{pod.UID}, uns.released)
 }

@@ -124,19 +124,29 @@ func (s *Source) RuntimeHandlers() []v1.NodeRuntimeHandler {
 // answer, or when the host does not offer the feature. It fits
 // podsyncer.Config.RecursiveReadOnlyMounts, so pods get what the Node says.
 func (s *Source) RecursiveReadOnlyMounts(handler string) bool {
-	if !s.cfg.RecursiveReadOnlyMounts {
-		return false
-	}
+	return s.cfg.RecursiveReadOnlyMounts && s.handlerFeature(handler).GetRecursiveReadOnlyMounts()
+}
+
+// UserNamespaces says whether the runtime handler of that name supports
+// user namespaces, as RecursiveReadOnlyMounts does for its feature. It fits
+// podsyncer.Config.UserNamespacesSupported.
+func (s *Source) UserNamespaces(handler string) bool {
+	return s.cfg.UserNamespaces && s.handlerFeature(handler).GetUserNamespaces()
+}
+
+// handlerFeature are the features of the named handler in the last Status
+// answer; nil if there is none or the handler is unknown.
+func (s *Source) handlerFeature(handler string) *runtimeapi.RuntimeHandlerFeatures {
 	st := s.last.Load()
 	if st == nil {
-		return false
+		return nil
 	}
 	for _, h := range st.RuntimeHandlers {
 		if h.Name == handler {
-			return h.GetFeatures().GetRecursiveReadOnlyMounts()
+			return h.GetFeatures()
 		}
 	}
-	return false
+	return nil
 }
 
 // NodeFeatures are the node's features from the runtime's last Status

@@ -76,6 +76,9 @@ func TestSource(t *testing.T) {
 	require.True(t, rro.RecursiveReadOnlyMounts(""))
 	require.False(t, rro.RecursiveReadOnlyMounts("runc"), "the runtime does not give it on this handler")
 	require.False(t, rro.RecursiveReadOnlyMounts("kata"), "an unknown handler")
+	require.False(t, rro.UserNamespaces(""), "not offered by this host")
+	require.True(t, src.UserNamespaces(""))
+	require.False(t, src.UserNamespaces("runc"))
 
 	name, version, err := src.Version(ctx)
 	require.NoError(t, err)
