@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -160,6 +161,11 @@ type Config struct {
 	// name supports user namespaces (crinode.Source.UserNamespaces); nil:
 	// none does, and hostUsers: false pods fail with the kubelet's message.
 	UserNamespacesSupported func(handler string) bool
+	// Registerer receives the kubelet's start counters
+	// (kubelet_started_pods_total, _errors_total, the user-namespaced pods'
+	// and kubelet_started_containers_total{container_type},
+	// _errors_total{container_type,code}); nil: none.
+	Registerer prometheus.Registerer
 	// Cgroups keeps the pod cgroup tree; nil leaves cgroups to the
 	// runtime's defaults (no pod-level limits, no in-place resize of the
 	// pod cgroup).
@@ -236,6 +242,7 @@ type Syncer struct {
 	runtimeHandler  func(ctx context.Context, runtimeClass string) (string, error)
 	rroSupported    func(handler string) bool
 	userns          UserNamespaces
+	metrics         *metrics
 	usernsSupported func(handler string) bool
 	cgroups         *cgroups.Manager
 	activePods      func() []*v1.Pod
@@ -287,6 +294,10 @@ func New(cfg Config) (*Syncer, error) {
 		}
 		puller = p
 	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("podsyncer: metrics: %w", err)
+	}
 	backoff := newCrashBackoff(cfg.Clock)
 	masked := sync.OnceValue(DefaultMaskedPaths) // read at the first container start, not here
 	if cfg.MaskedPaths != nil {
@@ -298,7 +309,7 @@ func New(cfg Config) (*Syncer, error) {
 		logsDir: cfg.PodLogsDir, volumes: cfg.Volumes, objects: cfg.Objects, node: cfg.Node, services: cfg.Services,
 		net: cfg.Network, nodeHostsFile: cfg.NodeHostsFile, maskedPaths: masked,
 		seccompRoot: filepath.Clean(cfg.SeccompRoot), runtimeHandler: cfg.RuntimeClass, rroSupported: cfg.RecursiveReadOnlyMounts, cgroups: cfg.Cgroups,
-		userns: cfg.UserNamespaces, usernsSupported: cfg.UserNamespacesSupported,
+		userns: cfg.UserNamespaces, usernsSupported: cfg.UserNamespacesSupported, metrics: m,
 		activePods: cfg.ActivePods, alloc: cfg.Allocation, initObserver: cfg.InitContainers}
 	s.status = &statusWriter{mgr: cfg.Status, clock: cfg.Clock, runtimeName: cfg.RuntimeName, backoff: backoff,
 		alloc: cfg.Allocation, hostIPs: s.hostIPs, probes: cfg.Probes, recursiveReadOnly: s.recursiveReadOnly}

@@ -181,7 +181,7 @@ func (s *Syncer) event(pod *v1.Pod, typ, reason, format string, args ...any) {
 // SyncPod implements podworkers.Syncer: one pass of the pod's action plan
 // (volumes and cgroup first, then sandbox and containers), after which
 // its status is set. It reports true once the pod finished for good.
-func (s *Syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v1.Pod) (bool, error) {
+func (s *Syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v1.Pod) (_ bool, retErr error) {
 	rtp, err := s.runtimeState(ctx, pod.UID, false)
 	if err != nil {
 		return false, err
@@ -223,7 +223,19 @@ func (s *Syncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v
 		}
 	}
 	if plan.CreateSandbox {
+		s.metrics.startedPods.Inc()
+		if usesUserNamespace(pod) {
+			// Counted as the kubelet does: one start, and one error if
+			// anything of this sync fails.
+			s.metrics.startedUserNS.Inc()
+			defer func() {
+				if retErr != nil {
+					s.metrics.startedUserNSErrors.Inc()
+				}
+			}()
+		}
 		if err := s.createSandbox(ctx, pod, plan.Attempt); err != nil {
+			s.metrics.startedPodsErrors.Inc()
 			s.status.write(ctx, pod, rtp, nil, false) // Pending, its containers waiting
 			return false, err
 		}
@@ -403,7 +415,13 @@ func (s *Syncer) execute(ctx context.Context, pod *v1.Pod, rtp *podRuntime, plan
 				}
 			}
 		}
+		s.metrics.startedContainers.WithLabelValues(containerType(st.Kind)).Inc()
 		if err := s.start(ctx, pod, sb, c, attempt); err != nil {
+			code := "Unknown"
+			if w, ok := s.status.startError(pod.UID, c.Name); ok {
+				code = w.Reason // the kubelet's well-known start errors
+			}
+			s.metrics.startedCtrsErrors.WithLabelValues(containerType(st.Kind), code).Inc()
 			errs = append(errs, err)
 			if st.Kind == podplan.Init || st.Kind == podplan.Sidecar {
 				break

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
@@ -2277,4 +2279,51 @@ func TestSyncPodUserNamespaces(t *testing.T) {
 	uns.mu.Lock()
 	defer uns.mu.Unlock()
 	assert.Equal(t, []types.UID{pod.UID}, uns.released)
+}
+
+// The kubelet's start counters: pods, user-namespaced pods (with an error
+// when anything of the sync that created the sandbox fails), containers by
+// type and failed starts by the kubelet's reason.
+func TestSyncPodStartMetrics(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	h := newHarness(t, func(cfg *podsyncer.Config, h *harness) {
+		cfg.Registerer = reg
+		cfg.UserNamespaces = &fakeUserNamespaces{}
+		cfg.UserNamespacesSupported = func(string) bool { return true }
+		h.sim.Inject("CreateContainer", crisim.Fault{Err: grpcstatus.Error(codes.Internal, "disk full"), Times: 1})
+	})
+	pod := newPod("counted", ctr("app", appV1))
+	pod.Spec.InitContainers = []v1.Container{ctr("init", initImg)}
+	pod.Spec.HostUsers = ptr.To(false)
+	_, err := h.sync(pod)
+	require.ErrorContains(t, err, "disk full")
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP kubelet_started_containers_errors_total Cumulative number of errors when starting containers
+# TYPE kubelet_started_containers_errors_total counter
+kubelet_started_containers_errors_total{code="CreateContainerError",container_type="init_container"} 1
+# HELP kubelet_started_containers_total Cumulative number of containers started
+# TYPE kubelet_started_containers_total counter
+kubelet_started_containers_total{container_type="init_container"} 1
+# HELP kubelet_started_pods_errors_total Cumulative number of errors when starting pods
+# TYPE kubelet_started_pods_errors_total counter
+kubelet_started_pods_errors_total 0
+# HELP kubelet_started_pods_total Cumulative number of pods started
+# TYPE kubelet_started_pods_total counter
+kubelet_started_pods_total 1
+# HELP kubelet_started_user_namespaced_pods_errors_total Cumulative number of errors when starting pods with user namespaces. This metric will only be collected on Linux.
+# TYPE kubelet_started_user_namespaced_pods_errors_total counter
+kubelet_started_user_namespaced_pods_errors_total 1
+# HELP kubelet_started_user_namespaced_pods_total Cumulative number of pods with user namespaces started. This metric will only be collected on Linux.
+# TYPE kubelet_started_user_namespaced_pods_total counter
+kubelet_started_user_namespaced_pods_total 1
+`)))
+	h.mustSync(pod)
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP kubelet_started_user_namespaced_pods_total Cumulative number of pods with user namespaces started. This metric will only be collected on Linux.
+# TYPE kubelet_started_user_namespaced_pods_total counter
+kubelet_started_user_namespaced_pods_total 1
+`), "kubelet_started_user_namespaced_pods_total"), "the next sync creates no sandbox: nothing more counted")
+
+	_, err = podsyncer.New(h.cfg)
+	assert.Error(t, err, "registering twice on one registry is an error, not a panic")
 }
