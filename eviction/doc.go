@@ -36,23 +36,20 @@
 // degrades to polling every second. After an eviction Run waits for
 // PodCleanedUp (up to 30s) and then passes again.
 //
-// [HostSummaryProvider] is a ready SummaryProvider for a real Linux host:
-// /proc/meminfo, statfs(2) of the node, image and container filesystems,
-// the kernel PID limits, and pod usage from CRI ListPodSandboxStats and
-// ListContainerStats (a runtime that cannot report them gives a summary
-// without pods, not an error); with HostSummaryConfig.PodLogsDir and PodVolumes it
-// also measures each container's logs and takes each pod's volume usage,
-// and sums the pod's local ephemeral storage (writable layers, logs, local
-// ephemeral volumes) as the kubelet does, which the emptyDir sizeLimit and
-// ephemeral-storage limit evictions need.
+// The SummaryProvider of a real Linux host is the stats package's
+// Provider (stats.New): node memory, filesystems and PID limits, and pod
+// usage from CRI stats, with each container's logs, each pod's volumes and
+// its local ephemeral storage as the kubelet counts them (what the emptyDir
+// sizeLimit and ephemeral-storage limit evictions need). This package does
+// not import it; any type with its Get method fits.
 //
 // # Host duties
 //
 //  1. Parse thresholds (ParseThresholdFlags or ParseThresholds) and build a
-//     Manager with a SummaryProvider, ActivePods (non-terminal pods bound to
-//     the node) and KillPod (ask the pod workers to stop the pod with the
-//     given grace period after applying the status update; block until it is
-//     stopped). Optionally give PodCleanedUp, DeleteUnusedContainers and
+//     Manager with a SummaryProvider (a stats.Provider), ActivePods
+//     (non-terminal pods bound to the node) and KillPod (ask the pod workers
+//     to stop the pod with the given grace period after applying the status
+//     update; block until it is stopped). Optionally give PodCleanedUp, DeleteUnusedContainers and
 //     DeleteUnusedImages (image/container GC), a Recorder and a Registerer.
 //  2. Add a PSINotifier (or any Notifier) for fast memory-pressure reaction.
 //  3. Run the manager: go m.Run(ctx).
@@ -82,10 +79,9 @@
 //     configuration, not probed through a DiskInfoProvider.
 //   - Ranking and threshold ordering use stable sorts, so ties are decided
 //     by the order of ActivePods rather than at random.
-//   - HostSummaryProvider derives memory from /proc/meminfo (working set =
-//     MemTotal - MemAvailable) rather than the root cgroup's
-//     usage - inactive_file that cadvisor reports; percentages are resolved
-//     with float32 precision exactly as upstream does.
+//   - Percentages are resolved with float32 precision exactly as upstream
+//     does. (The memory figures themselves are the SummaryProvider's: see
+//     the stats package for how its node working set differs.)
 //   - The DisruptionTarget condition's LastTransitionTime comes from the
 //     injected clock.
 package eviction

@@ -30,7 +30,7 @@ func Example() {
 		return nil // a real host asks its pod workers to stop the pod and waits
 	}
 
-	// Statistics; a real host uses eviction.NewHostSummaryProvider.
+	// Statistics; a real host passes a stats.Provider (stats.New).
 	avail, ws, usage := uint64(50<<20), uint64(8<<30), uint64(1<<30)
 	summary := eviction.SummaryProviderFunc(func(context.Context) (*statsapi.Summary, error) {
 		return &statsapi.Summary{

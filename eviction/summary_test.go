@@ -1,14 +1,9 @@
 package eviction
 
 import (
-	"bufio"
 	"context"
-	"errors"
-	"math"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,57 +17,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodekit/nodekit/crisim"
+	"github.com/nodekit/nodekit/stats"
 )
-
-func meminfo(t *testing.T, key string) uint64 {
-	f, err := os.Open("/proc/meminfo")
-	require.NoError(t, err)
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fs := strings.Fields(sc.Text())
-		if len(fs) >= 2 && fs[0] == key+":" {
-			v, err := strconv.ParseUint(fs[1], 10, 64)
-			require.NoError(t, err)
-			return v * 1024
-		}
-	}
-	t.Fatalf("%s not in /proc/meminfo", key)
-	return 0
-}
-
-func within(t *testing.T, want, got uint64, frac float64, what string) {
-	t.Helper()
-	require.LessOrEqual(t, math.Abs(float64(got)-float64(want)), frac*float64(want), "%s: want %d got %d", what, want, got)
-}
-
-func TestHostSummaryProviderMatchesThisMachine(t *testing.T) {
-	if _, err := os.Stat("/proc/meminfo"); err != nil {
-		t.Skip("no procfs")
-	}
-	p, err := NewHostSummaryProvider(HostSummaryConfig{NodeName: "n1", NodeFsPath: "/", AllocatableMemory: Gi})
-	require.NoError(t, err)
-	s, err := p.Get(context.Background())
-	require.NoError(t, err)
-	within(t, meminfo(t, "MemTotal"), *s.Node.Memory.AvailableBytes+*s.Node.Memory.WorkingSetBytes, 0.05, "capacity")
-	within(t, meminfo(t, "MemAvailable"), *s.Node.Memory.AvailableBytes, 0.05, "available")
-	obs := Observe(s)
-	for _, sig := range []Signal{SignalMemoryAvailable, SignalAllocatableMemoryAvailable, SignalNodeFsAvailable, SignalNodeFsInodesFree,
-		SignalImageFsAvailable, SignalImageFsInodesFree, SignalContainerFsAvailable, SignalPIDAvailable} {
-		o, ok := obs[sig]
-		require.True(t, ok, sig)
-		require.Greater(t, o.Capacity, int64(0), sig)
-		require.LessOrEqual(t, o.Available, o.Capacity, sig)
-	}
-	require.Equal(t, int64(Gi), obs[SignalAllocatableMemoryAvailable].Available, "no pods")
-
-	_, err = NewHostSummaryProvider(HostSummaryConfig{AllocatableMemory: -1})
-	require.ErrorIs(t, err, ErrInvalidConfig)
-	p, err = NewHostSummaryProvider(HostSummaryConfig{NodeFsPath: "/does/not/exist"})
-	require.NoError(t, err)
-	_, err = p.Get(context.Background())
-	require.ErrorContains(t, err, "statfs /does/not/exist")
-}
 
 // TestCRISimRaisingMemoryEvictsThatPod serves a CRI simulator on a unix
 // socket, reads pod usage through cri-client, and checks that the pod whose
@@ -98,7 +44,7 @@ func TestCRISimRaisingMemoryEvictsThatPod(t *testing.T) {
 		cid, err := rt.CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{
 			Metadata: &runtimeapi.ContainerMetadata{Name: "app"},
 			Image:    &runtimeapi.ImageSpec{Image: image},
-			Labels:   map[string]string{criPodUIDLabel: uid},
+			Labels:   map[string]string{podUIDLabel: uid},
 		}, sbCfg)
 		require.NoError(t, err)
 		require.NoError(t, rt.StartContainer(ctx, cid))
@@ -108,7 +54,7 @@ func TestCRISimRaisingMemoryEvictsThatPod(t *testing.T) {
 		pods = append(pods, simPod{p, sb, cid})
 	}
 
-	provider, err := NewHostSummaryProvider(HostSummaryConfig{NodeFsPath: "/", AllocatableMemory: Gi, Runtime: rt, Clock: fc})
+	provider, err := stats.New(stats.Config{NodeFsPath: "/", AllocatableMemory: Gi, Runtime: rt, Clock: fc})
 	require.NoError(t, err)
 	ts, err := ParseThresholds(ThresholdSpec{Hard: map[string]string{"memory.available": "100Mi"}})
 	require.NoError(t, err)
@@ -164,6 +110,10 @@ func TestCRISimRaisingMemoryEvictsThatPod(t *testing.T) {
 	require.Equal(t, int64(Gi-400*Mi), res.Observations[SignalAllocatableMemoryAvailable].Available)
 }
 
+// podUIDLabel is the label the kubelet puts on every container with the UID
+// of its pod.
+const podUIDLabel = "io.kubernetes.pod.uid"
+
 // simPod is a pod running in the CRI simulator.
 type simPod struct {
 	pod       *v1.Pod
@@ -171,10 +121,10 @@ type simPod struct {
 	container string
 }
 
-// TestHostSummaryLocalStorage: a pod's logs, its volumes and its
-// containers' writable layers make its local ephemeral storage, and an
-// emptyDir over its sizeLimit gets the pod evicted.
-func TestHostSummaryLocalStorage(t *testing.T) {
+// TestLocalStorageFromStatsProvider: with stats.Provider, a pod's logs,
+// its volumes and its containers' writable layers make its local ephemeral
+// storage, and an emptyDir over its sizeLimit gets the pod evicted.
+func TestLocalStorageFromStatsProvider(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 	ctx := context.Background()
@@ -188,7 +138,7 @@ func TestHostSummaryLocalStorage(t *testing.T) {
 	sb, err := rt.RunPodSandbox(ctx, sbCfg, "")
 	require.NoError(t, err)
 	cid, err := rt.CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: "app"},
-		Image: &runtimeapi.ImageSpec{Image: image}, Labels: map[string]string{criPodUIDLabel: "uid-web"}}, sbCfg)
+		Image: &runtimeapi.ImageSpec{Image: image}, Labels: map[string]string{podUIDLabel: "uid-web"}}, sbCfg)
 	require.NoError(t, err)
 	require.NoError(t, rt.StartContainer(ctx, cid))
 	require.NoError(t, sim.SetContainerStats(cid, crisim.ContainerUsage{WritableLayerBytes: 3 * Mi, WritableLayerInodes: 3}))
@@ -198,14 +148,14 @@ func TestHostSummaryLocalStorage(t *testing.T) {
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "0.log"), make([]byte, Mi), 0o644))
 	scratch := uint64(5 * Mi)
-	volumes := func(uid string) []PodVolume {
+	volumes := func(uid string) []stats.PodVolume {
 		if uid != "uid-web" {
 			return nil
 		}
-		return []PodVolume{{Name: "scratch", UsedBytes: scratch, InodesUsed: 10, LocalEphemeral: true, Time: fc.Now()},
+		return []stats.PodVolume{{Name: "scratch", UsedBytes: scratch, InodesUsed: 10, LocalEphemeral: true, Time: fc.Now()},
 			{Name: "secret", UsedBytes: Mi, InodesUsed: 2, Time: fc.Now()}}
 	}
-	p, err := NewHostSummaryProvider(HostSummaryConfig{NodeFsPath: "/", Runtime: rt, Clock: fc, PodLogsDir: logs, PodVolumes: volumes})
+	p, err := stats.New(stats.Config{NodeFsPath: "/", Runtime: rt, Clock: fc, PodLogsDir: logs, PodVolumes: volumes})
 	require.NoError(t, err)
 	s, err := p.Get(ctx)
 	require.NoError(t, err)
@@ -232,19 +182,4 @@ func TestHostSummaryLocalStorage(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "web", evicted)
 	require.Contains(t, res.Message, `Usage of EmptyDir volume "scratch" exceeds the limit "4Mi".`)
-}
-
-type failingStats struct{ PodStatsLister }
-
-func (failingStats) ListPodSandboxStats(context.Context, *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
-	return nil, errors.New("sandbox stats: not implemented")
-}
-
-func TestHostSummaryWithoutPodStats(t *testing.T) {
-	p, err := NewHostSummaryProvider(HostSummaryConfig{NodeFsPath: "/", Runtime: failingStats{}})
-	require.NoError(t, err)
-	s, err := p.Get(context.Background())
-	require.NoError(t, err, "node-level signals stand")
-	require.Empty(t, s.Pods)
-	require.NotNil(t, s.Node.Memory)
 }

@@ -99,4 +99,10 @@
 //     Config.RunningPods.
 //   - The webhook retries and decision caches of the staging
 //     authenticators and authorizers run on real time.
+//   - /metrics/resource serves the families, help text, labels and sample
+//     timestamps of a v1.36 kubelet except scrape_error, which that kubelet
+//     hides (ALPHA, deprecated in 1.29). Like the kubelet, it and
+//     /stats/summary?only_cpu_and_memory=true read the cheaper
+//     GetCPUAndMemoryStats of a provider that has it ([CPUAndMemoryProvider],
+//     as stats.Provider); others are read with Get and trimmed.
 package kubeletapi

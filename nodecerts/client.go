@@ -7,7 +7,6 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -94,7 +93,11 @@ type ClientConfig struct {
 	// may replace it. Default kubernetes.NewForConfig.
 	NewClientset func(*rest.Config) (kubernetes.Interface, error)
 	// Registerer, if set, receives the kubelet's
-	// kubelet_certificate_manager_client_ttl_seconds gauge.
+	// kubelet_certificate_manager_client_ttl_seconds gauge and
+	// kubelet_certificate_manager_client_expiration_renew_errors counter
+	// when the Client rotates or bootstraps (as the kubelet, which has
+	// them only with rotation); a registry that has them already is
+	// refused by NewClient.
 	Registerer prometheus.Registerer
 	// Clock drives Run's checks; default the real clock. The rotation
 	// schedule itself is client-go's certificate manager's, on real time.
@@ -122,6 +125,7 @@ type Client struct {
 	ready                         chan struct{}
 	readyOnce                     sync.Once
 	started                       atomic.Bool
+	metrics                       certMetrics
 }
 
 // NewClient validates cfg and loads the node's credentials as the kubelet
@@ -173,10 +177,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(ttlGauge("kubelet_certificate_manager_client_ttl_seconds",
-			"Seconds until the node's client certificate expires (negative once expired); +Inf without one.",
-			c.Current, cfg.Clock)); err != nil {
-			return nil, fmt.Errorf("nodecerts: metrics: %w", err)
+		if c.metrics, err = clientMetrics(cfg.Registerer, c.Current, cfg.Clock); err != nil {
+			return nil, err
 		}
 	}
 	return c, nil
@@ -309,6 +311,7 @@ func (c *Client) Run(ctx context.Context) error {
 		CertificateStore:             c.store,
 		BootstrapCertificatePEM:      c.bootstrapPEM,
 		BootstrapKeyPEM:              c.bootstrapKeyPEM,
+		CertificateRenewFailure:      c.metrics.renewErrors,
 		Name:                         "client",
 	})
 	if err != nil {
@@ -438,15 +441,4 @@ func lifetime(d time.Duration) *time.Duration {
 		return nil
 	}
 	return &d
-}
-
-// ttlGauge reports the seconds until current's certificate expires, +Inf
-// without one, as the kubelet's certificate manager TTL gauges.
-func ttlGauge(name, help string, current func() *tls.Certificate, clk clock.PassiveClock) prometheus.Collector {
-	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
-		if c := current(); c != nil && c.Leaf != nil {
-			return math.Trunc(c.Leaf.NotAfter.Sub(clk.Now()).Seconds())
-		}
-		return math.Inf(1)
-	})
 }

@@ -73,6 +73,21 @@
 //     denied) and ErrNoCertificate (no valid certificate and no working API
 //     connection for ExitAfter) both end in a fresh bootstrap.
 //
+// # Metrics
+//
+// With ClientConfig.Registerer (a Client that rotates or bootstraps) and
+// ServingConfig.Registerer set, the kubelet's certificate manager
+// families are registered under upstream's names, help and buckets:
+// kubelet_certificate_manager_client_ttl_seconds and
+// kubelet_certificate_manager_client_expiration_renew_errors for the
+// client certificate; kubelet_certificate_manager_server_ttl_seconds,
+// kubelet_server_expiration_renew_errors and
+// kubelet_certificate_manager_server_rotation_seconds for the serving
+// certificate. The TTL gauges are computed from the current certificate
+// when scraped (+Inf without one); the counter and histogram are
+// client-go's certificate manager's hooks (a failed request, a replaced
+// certificate's age). A registry that has them already is refused.
+//
 // # Differences from upstream
 //
 //   - The first client certificate is always requested by the certificate
@@ -92,4 +107,6 @@
 //     (a server without certificates.k8s.io/v1) is not reported.
 //   - The kubeconfig written by bootstrapping also carries the bootstrap
 //     kubeconfig's TLS server name.
+//   - The TTL gauges count down on the injected clock (upstream:
+//     time.Until); the rotation histogram is client-go's, on real time.
 package nodecerts

@@ -60,7 +60,10 @@ type ServingConfig struct {
 	// DefaultReportInterval.
 	ReportInterval time.Duration
 	// Registerer, if set, receives the kubelet's
-	// kubelet_certificate_manager_server_ttl_seconds gauge.
+	// kubelet_certificate_manager_server_ttl_seconds gauge,
+	// kubelet_server_expiration_renew_errors counter and
+	// kubelet_certificate_manager_server_rotation_seconds histogram; a
+	// registry that has them already is refused by NewServing.
 	Registerer prometheus.Registerer
 	// Clock drives Run's checks; default the real clock.
 	Clock clock.WithTicker
@@ -74,6 +77,7 @@ type Serving struct {
 	initial *tls.Certificate
 	mgr     atomic.Pointer[certificate.Manager]
 	started atomic.Bool
+	metrics certMetrics
 }
 
 // NewServing validates cfg and opens the certificate store (a certificate
@@ -124,10 +128,8 @@ func NewServing(cfg ServingConfig) (*Serving, error) {
 		s.initial = cur
 	}
 	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(ttlGauge("kubelet_certificate_manager_server_ttl_seconds",
-			"Seconds until the kubelet API's serving certificate expires (negative once expired); +Inf without one.",
-			s.Current, cfg.Clock)); err != nil {
-			return nil, fmt.Errorf("nodecerts: metrics: %w", err)
+		if s.metrics, err = servingMetrics(cfg.Registerer, s.Current, cfg.Clock); err != nil {
+			return nil, err
 		}
 	}
 	return s, nil
@@ -214,6 +216,8 @@ func (s *Serving) Run(ctx context.Context) error {
 		GetUsages:                    certificate.DefaultKubeletServingGetUsages,
 		RequestedCertificateLifetime: lifetime(s.cfg.RequestedLifetime),
 		CertificateStore:             s.store,
+		CertificateRotation:          s.metrics.rotation,
+		CertificateRenewFailure:      s.metrics.renewErrors,
 		Name:                         "server",
 	})
 	if err != nil {

@@ -125,7 +125,9 @@ type Config struct {
 	// Clock drives periods, timeouts, backoff and timestamps; default the
 	// real clock.
 	Clock clock.WithTicker
-	// Registerer receives the metrics; nil means no metrics.
+	// Registerer receives the metrics (see the package doc); nil means no
+	// metrics. Registering on a registry that already has them is an
+	// error from New.
 	Registerer prometheus.Registerer
 }
 

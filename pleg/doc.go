@@ -87,6 +87,20 @@
 //	if _, err := gen.Relist(ctx); err != nil { return err } // healthy from the start
 //	go gen.Run(ctx)
 //
+// # Metrics
+//
+// With Config.Registerer set, the generator registers the kubelet's PLEG
+// families under upstream's names, help and buckets:
+// kubelet_pleg_relist_duration_seconds, kubelet_pleg_relist_interval_seconds,
+// kubelet_pleg_pod_relist_duration_seconds, kubelet_pleg_last_seen_seconds,
+// kubelet_pleg_discard_events, kubelet_evented_pleg_connection_success_count,
+// kubelet_evented_pleg_connection_error_count and
+// kubelet_evented_pleg_connection_latency_seconds; kubelet_running_pods
+// (pods with a ready sandbox) and kubelet_running_containers{container_state}
+// (created, running, exited, unknown), read from the cache at each scrape;
+// and nodekit_pleg_events_total{type}. A second generator on the same
+// registry is refused by New.
+//
 // # Testing
 //
 // Package plegtest is an in-memory RuntimeService (pods, containers, CRI
@@ -127,4 +141,10 @@
 //     the pod is fetched again at the next relist.
 //   - RequestReinspect of a pod not listed yet waits for the pod, for up
 //     to RelistThreshold, instead of being dropped by the next relist.
+//   - kubelet_running_pods and kubelet_running_containers are computed from
+//     the cache when scraped (upstream sets them at each full relist, and
+//     evented mode adjusts them event by event); every container_state is
+//     reported, 0 included, so a state whose last container went away reads
+//     0 instead of keeping its last count. A pod whose status fetch failed
+//     counts again once a fetch succeeds.
 package pleg

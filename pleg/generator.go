@@ -64,7 +64,7 @@ func New(cfg Config) (*Generator, error) {
 	if !cfg.Cache.own() {
 		return nil, fmt.Errorf("%w: Config.Cache is already written by another Generator", ErrInvalidConfig)
 	}
-	m, err := newMetrics(cfg.Registerer)
+	m, err := newMetrics(cfg.Registerer, cfg.Cache)
 	if err != nil {
 		return nil, err
 	}

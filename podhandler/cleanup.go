@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -25,13 +26,32 @@ func (h *Handler) HandlePodCleanups(ctx context.Context) error {
 	desired := h.pods.Desired() // without pods failed by admission: nothing to run or clean up
 	desiredSet := sets.New(desired...)
 	known := h.cfg.Workers.SyncKnownPods(ctx, desiredSet)
+	// working is what the workers know after this pass, for the metrics:
+	// known, with the restarts and orphans this pass adds (as upstream).
+	working := make(map[types.UID]podworkers.WorkerSync, len(known))
+	for uid, ws := range known {
+		working[uid] = ws
+	}
+	var restarts, staticRestarts int
 	for _, uid := range desired {
 		p, ok := h.pods.Get(uid)
 		if !ok {
 			continue
 		}
 		if _, ok := known[uid]; !ok {
+			// Unknown to the workers while config wants it: its UID was
+			// reused (a static pod recreated) after its worker finished.
 			h.update(ctx, podworkers.UpdateCreate, p)
+			static := kubetypes.IsStatic(p)
+			if terminal := p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed; !terminal {
+				// A restart to the kubelet, which restarts active pods only.
+				if static {
+					staticRestarts++
+				} else {
+					restarts++
+				}
+			}
+			working[uid] = podworkers.WorkerSync{State: podworkers.StateSyncing, HasConfig: true, Static: static}
 		}
 		if kubetypes.IsStatic(p) {
 			h.ensureMirror(ctx, p) // retried until the Node exists to own it
@@ -46,6 +66,8 @@ func (h *Handler) HandlePodCleanups(ctx context.Context) error {
 			}
 		}
 	}
+	h.metrics.pods(h.pods.Pods(), h.ActivePods(), h.pods.MirrorCount())
+	h.metrics.restarts(restarts, staticRestarts)
 	if h.cfg.Probes != nil {
 		h.cfg.Probes.CleanupPods(desiredSet)
 	}
@@ -60,8 +82,10 @@ func (h *Handler) HandlePodCleanups(ctx context.Context) error {
 	if h.cfg.Runtime != nil {
 		sbs, err := h.cfg.Runtime.ListPodSandbox(ctx, nil)
 		if err != nil {
+			h.metrics.workers(working)
 			return fmt.Errorf("housekeeping: list sandboxes: %w", err)
 		}
+		orphans := 0
 		for _, sb := range sbs {
 			uid := types.UID(sb.GetMetadata().GetUid())
 			inRuntime[uid] = true
@@ -80,8 +104,14 @@ func (h *Handler) HandlePodCleanups(ctx context.Context) error {
 			if err := h.cfg.Workers.UpdatePod(ctx, podworkers.Update{Type: podworkers.UpdateKill, RunningPod: rp}); err != nil {
 				logger.Error(err, "Kill orphaned runtime pod", "uid", uid)
 			}
+			if _, counted := working[uid]; !counted { // one pod, however many ready sandboxes
+				orphans++
+				working[uid] = podworkers.WorkerSync{State: podworkers.StateTerminating, Orphan: true}
+			}
 		}
+		h.metrics.orphans(orphans)
 	}
+	h.metrics.workers(working)
 	// What pods nobody knows any more left behind (an agent stopped before
 	// tearing them down), unless the runtime still holds something of them.
 	keep := func(uid types.UID) bool {

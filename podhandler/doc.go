@@ -26,6 +26,22 @@
 // PodsToSync feeds the loop's periodic syncs, pods past their
 // activeDeadlineSeconds at once.
 //
+// # Metrics
+//
+// With Config.Registerer set, housekeeping sets the kubelet's families as
+// the kubelet's HandlePodCleanups does, under upstream's names, help and
+// labels: kubelet_desired_pods{static} (every pod config gives, refused
+// ones included), kubelet_active_pods{static} (ActivePods),
+// kubelet_mirror_pods (the mirrors recorded),
+// kubelet_working_pods{lifecycle,config,static} (what the workers know
+// after the pass: sync, terminating or terminated × desired, orphan or
+// runtime_only, every valid combination reported),
+// kubelet_restarted_pods_total{static} (desired pods the workers no
+// longer knew, restarted: a reused UID) and
+// kubelet_orphaned_runtime_pods_total (pods found running in the runtime
+// that no worker knew, killed). static is "true" or empty, "unknown" for
+// runtime_only. A registry that has them already is refused by New.
+//
 // # Host duties
 //
 // The host builds the podworkers.Workers (with its Syncer), passes the

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -107,14 +108,19 @@ type Config struct {
 	Recorder record.EventRecorder
 	// Clock stamps updates; nil means the real clock.
 	Clock clock.PassiveClock
+	// Registerer receives the kubelet's housekeeping metrics (see the
+	// package doc); nil: none. A registry that has them already is
+	// refused by New.
+	Registerer prometheus.Registerer
 }
 
 // Handler is a syncloop.Handler over podworkers: it records pods in a pod
 // manager, admits new ones, keeps static pods' mirrors, feeds the prober,
 // and does the kubelet's housekeeping. Build it with New.
 type Handler struct {
-	cfg  Config
-	pods *podmanager.Manager
+	cfg     Config
+	pods    *podmanager.Manager
+	metrics *metrics
 }
 
 // New validates cfg and returns a Handler; no I/O.
@@ -136,7 +142,11 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	return &Handler{cfg: cfg, pods: cfg.Pods}, nil
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Handler{cfg: cfg, pods: cfg.Pods, metrics: m}, nil
 }
 
 // Pods is the handler's pod manager.

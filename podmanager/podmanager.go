@@ -155,6 +155,14 @@ func (m *Manager) OrphanedMirrors() []*v1.Pod {
 	return out
 }
 
+// MirrorCount returns how many mirror pods are recorded (the kubelet's
+// kubelet_mirror_pods).
+func (m *Manager) MirrorCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.mirrors)
+}
+
 // MirrorOf returns the mirror pod recorded for pod's full name, nil
 // without one.
 func (m *Manager) MirrorOf(pod *v1.Pod) *v1.Pod {

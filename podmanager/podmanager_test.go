@@ -76,3 +76,15 @@ func TestManager(t *testing.T) {
 	m.Set(static)
 	assert.Empty(t, m.OrphanedMirrors())
 }
+
+func TestMirrorCount(t *testing.T) {
+	m := New()
+	assert.Zero(t, m.MirrorCount())
+	mirror := pod("m1", "etcd", 1, v1.PodRunning)
+	m.SetMirror(mirror)
+	m.SetMirror(mirror) // the same full name is one mirror
+	m.SetMirror(pod("m2", "apiserver", 1, v1.PodRunning))
+	assert.Equal(t, 2, m.MirrorCount())
+	m.RemoveMirror(mirror)
+	assert.Equal(t, 1, m.MirrorCount())
+}

@@ -64,13 +64,13 @@ func New(cfg Config) (*Tracker, error) {
 		t.logger = *cfg.Logger
 	}
 	t.sli = prometheus.NewHistogram(prometheus.HistogramOpts{Subsystem: "kubelet", Name: "pod_start_sli_duration_seconds",
-		Help:    "Duration in seconds to start a pod, excluding time to pull images and run init containers, measured from pod creation timestamp to when all its containers are reported as started and observed via watch",
+		Help:    "[ALPHA] Duration in seconds to start a pod, excluding time to pull images and run init containers, measured from pod creation timestamp to when all its containers are reported as started and observed via watch",
 		Buckets: startupBuckets})
 	t.total = prometheus.NewHistogram(prometheus.HistogramOpts{Subsystem: "kubelet", Name: "pod_start_total_duration_seconds",
-		Help:    "Duration in seconds to start a pod since creation, including time to pull images and run init containers, measured from pod creation timestamp to when all its containers are reported as started and observed via watch",
+		Help:    "[ALPHA] Duration in seconds to start a pod since creation, including time to pull images and run init containers, measured from pod creation timestamp to when all its containers are reported as started and observed via watch",
 		Buckets: startupBuckets})
 	t.first = prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: "kubelet", Name: "first_network_pod_start_sli_duration_seconds",
-		Help: "Duration in seconds to start the first network pod, excluding time to pull images and run init containers, measured from pod creation timestamp to when all its containers are reported as started and observed via watch"})
+		Help: "[INTERNAL] Duration in seconds to start the first network pod, excluding time to pull images and run init containers, measured from pod creation timestamp to when all its containers are reported as started and observed via watch"})
 	if r := cfg.Registerer; r != nil {
 		for _, c := range []prometheus.Collector{t.sli, t.total, t.first} {
 			if err := r.Register(c); err != nil {

@@ -100,7 +100,9 @@ type Config struct {
 	// Recorder receives a FailedSync warning when the status barrier fails;
 	// nil means no events.
 	Recorder record.EventRecorder
-	// Registerer receives the workers' metrics; nil means no metrics.
+	// Registerer receives the workers' metrics (see the package doc); nil
+	// means no metrics. A registry that has them already is refused by
+	// New.
 	Registerer prometheus.Registerer
 }
 

@@ -66,6 +66,22 @@
 //  7. Cancel Run's context to stop: syncs in flight are cancelled, Run
 //     returns when every worker goroutine has, and unfinished work is kept.
 //
+// # Metrics
+//
+// With Config.Registerer set, the workers register, under upstream's
+// names, help and buckets:
+//
+//   - kubelet_pod_worker_duration_seconds{operation_type}: from an
+//     update's StartTime to the end of the sync that realised it, by
+//     update type (create, update, sync, kill), "terminated" for the
+//     final SyncTerminatedPod.
+//   - kubelet_pod_worker_start_duration_seconds: from the pod's first
+//     sighting (its kubernetes.io/config.seen annotation, else the
+//     update's StartTime) to the start of its first SyncPod (a create).
+//   - kubelet_containers_per_pod_count: the containers of each pod a
+//     worker starts (buckets 1, 2, 4, 8, 16).
+//   - nodekit_pod_worker_syncer_panics_total: Syncer panics recovered.
+//
 // # Testing
 //
 // Package podworkerstest has a recording, scriptable Syncer (errors,
@@ -101,6 +117,10 @@
 //     one finishes instead of after the next backoff; pods due for a phase
 //     change or finished leave the work queue, which DuePods drains using
 //     "due at or before now".
+//   - kubelet_pod_worker_start_duration_seconds is recorded by the
+//     workers as a create's SyncPod starts (upstream records it inside the
+//     kubelet's SyncPod), and falls back to the update's StartTime when
+//     the pod has no config.seen annotation (upstream records nothing).
 //   - Instead of special backoffs for network-not-ready errors, a Syncer
 //     error may implement RetryAfter to be retried sooner (or later) than
 //     BackOffPeriod; there is no in-place resize hook.

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -221,28 +220,6 @@ func TestNewValidates(t *testing.T) {
 	require.Equal(t, DefaultResyncInterval, w.cfg.ResyncInterval)
 	require.Equal(t, DefaultBackOffPeriod, w.cfg.BackOffPeriod)
 	require.Equal(t, DefaultResyncJitter, w.cfg.ResyncJitter)
-}
-
-func TestMetrics(t *testing.T) {
-	reg := prometheus.NewPedanticRegistry()
-	r := &recordingSyncer{syncPod: func(context.Context, UpdateType, *v1.Pod) (bool, error) { panic("x") }}
-	w, _ := newTestWorkers(t, r, func(c *Config) { c.Registerer = reg })
-	_, err := New(Config{Syncer: r, Registerer: reg})
-	require.NoError(t, err, "registering twice reuses the collectors")
-	apply(t, w, Update{Type: UpdateCreate, Pod: newPod("a", "pa", "1"), StartTime: epoch.Add(-time.Second)})
-	w.ProcessPending(context.Background())
-	families, err := reg.Gather()
-	require.NoError(t, err)
-	names := map[string]float64{}
-	for _, f := range families {
-		m := f.GetMetric()[0]
-		if h := m.GetHistogram(); h != nil {
-			names[f.GetName()] = float64(h.GetSampleCount())
-		} else {
-			names[f.GetName()] = m.GetCounter().GetValue()
-		}
-	}
-	require.Equal(t, map[string]float64{"kubelet_pod_worker_duration_seconds": 1, "nodekit_pod_worker_syncer_panics_total": 1}, names)
 }
 
 func TestStateZeroValueIsNotAState(t *testing.T) {

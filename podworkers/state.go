@@ -160,6 +160,10 @@ type acted struct {
 	pod     *v1.Pod
 	mirror  *v1.Pod
 	running *RuntimePod
+	// start is the StartTime of the update acted on (none if it had
+	// none), which a phase transition's replay carries on, as upstream's
+	// active update does, for the pod worker duration metric.
+	start stamp
 }
 
 // activePod returns the pod the workers keep, nil if none (not started,

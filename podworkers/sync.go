@@ -60,8 +60,13 @@ func (w *Workers) begin(ctx context.Context, st *podState) *unit {
 			return nil
 		}
 		st.hasStarted = true
+		w.metrics.podStarted(upd.Pod)
 	}
 	st.merge(upd)
+	st.active.start = 0
+	if !upd.StartTime.IsZero() {
+		st.active.start = stampAt(w.epoch, upd.StartTime)
+	}
 	if !st.hydrate(w.cfg.LookupPod) {
 		if work == StateSyncing {
 			// A dropped pod that left its source: nothing to sync (a
@@ -146,6 +151,9 @@ func (w *Workers) execute(u *unit) (terminal bool, err error) {
 	case u.work == StateTerminating:
 		return false, s.SyncTerminatingPod(u.ctx, u.pod, u.grace, u.status)
 	default:
+		if u.typ == UpdateCreate {
+			w.metrics.started(u.pod, u.start, w.cfg.Clock.Now())
+		}
 		return s.SyncPod(u.ctx, u.typ, u.pod, u.mirror)
 	}
 }
@@ -264,6 +272,9 @@ func (w *Workers) requeueLast(st *podState) {
 		return
 	}
 	st.pending = st.replay(UpdateType(st.activeType))
+	if a := st.active; a != nil && a.start != 0 {
+		st.pending.StartTime = a.start.time(w.epoch)
+	}
 	w.schedule(st)
 }
 

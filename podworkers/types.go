@@ -97,7 +97,9 @@ type Update struct {
 	// once the pod is terminating.
 	Kill *KillOptions
 	// StartTime, if set, is when the host received the change; the time to
-	// realise it is observed in the pod worker duration metric.
+	// realise it is observed in the pod worker duration metric (a phase
+	// transition replays it), and for a create without a config.seen
+	// annotation it is when the pod was first seen.
 	StartTime time.Time
 }
 

@@ -21,11 +21,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		total: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "prober_probe_total",
-			Help: "Cumulative number of a liveness, readiness or startup probe for a container by result.",
+			Help: "[BETA] Cumulative number of a liveness, readiness or startup probe for a container by result.",
 		}, []string{"probe_type", "result", "container", "pod", "namespace", "pod_uid"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "prober_probe_duration_seconds",
-			Help:    "Duration in seconds for a probe response.",
+			Help:    "[ALPHA] Duration in seconds for a probe response.",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"probe_type", "container", "pod", "namespace"}),
 		lateness: prometheus.NewHistogram(prometheus.HistogramOpts{

@@ -84,6 +84,32 @@
 // SetOwnership applies a pod's fsGroup (FSGroup; with its
 // fsGroupChangePolicy) for such a plugin.
 //
+// # Metrics
+//
+// With Config.Registerer set, the Manager registers the kubelet's
+// families under upstream's names, help, labels and buckets:
+//
+//   - volume_manager_total_volumes{plugin_name,state}, counted when
+//     scraped: desired_state_of_world is every volume a plugin took of the
+//     pods set up and not torn down (a claim once it is bound),
+//     actual_state_of_world those of them set up at least once.
+//   - storage_operation_duration_seconds{volume_plugin,operation_name,
+//     status,migrated}: volume_mount for each setup of a volume until it
+//     is mounted, and on every sync for configMap, secret, downwardAPI and
+//     projected volumes (the kubelet's remounts); volume_unmount for each
+//     volume a TearDowner tears down. status is success or fail-unknown,
+//     migrated always false.
+//   - kubelet_orphan_pod_cleaned_volumes and
+//     kubelet_orphan_pod_cleaned_volumes_errors: the orphaned pod
+//     directories CleanupOrphans found in its last sweep, and those it
+//     could not remove.
+//
+// plugin_name and volume_plugin are the kubelet's plugin names
+// (kubernetes.io/configmap, kubernetes.io/host-path,
+// kubernetes.io/local-volume, kubernetes.io/csi:<driver>; a claim takes
+// its PersistentVolume's). A registry that has them already is refused by
+// New.
+//
 // # Differences from upstream
 //
 // There is no in-tree attach/detach or device mount stage: the built-in
@@ -98,5 +124,9 @@
 // no name, so such a term selects no node there (the scheduler's does). Upstream fails the mount of every
 // PersistentVolume while the kubelet cannot read its Node; here only
 // those with node affinity wait for it. A FailedMount of another kind names the pod's
-// volume, not the PersistentVolume as upstream.
+// volume, not the PersistentVolume as upstream. A pod's volumes stay in
+// the desired state of the metrics until its teardown (upstream drops them
+// once the pod is terminated); volumes removed with their pod's directory
+// are not timed one by one (no volume_unmount for them); a claim's first
+// volume_mount includes reading the claim and its volume.
 package volumes

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
@@ -65,6 +66,10 @@ type Config struct {
 	// UsagePeriod is how long Usage serves a pod's last measurement;
 	// default DefaultUsagePeriod.
 	UsagePeriod time.Duration
+	// Registerer receives the kubelet's volume manager metrics (see the
+	// package doc); nil: none. A registry that has them already is
+	// refused by New.
+	Registerer prometheus.Registerer
 }
 
 // Manager sets up, refreshes and tears down the volumes of the pods a node
@@ -101,6 +106,11 @@ type Manager struct {
 	// rwop holds the pod that mounted each ReadWriteOncePod
 	// PersistentVolume, by volume name.
 	rwop map[string]types.UID
+	// pluginNames holds the kubelet's plugin name of each volume of the
+	// pods set up since start that a plugin took (a claim once bound),
+	// by pod and volume name: the desired volumes of the metrics.
+	pluginNames map[types.UID]map[string]string
+	metrics     *metrics
 }
 
 // The retry delays of a pod whose volume could not be set up: from 500ms
@@ -174,8 +184,12 @@ func New(cfg Config) (*Manager, error) {
 	}
 	m := &Manager{cfg: cfg, ready: map[types.UID]map[string]bool{}, mounts: map[types.UID]map[string]Mount{},
 		volumesOf: map[types.UID][]v1.Volume{}, usage: map[types.UID]usageCache{}, inUse: map[types.UID][]v1.UniqueVolumeName{}, rwop: map[string]types.UID{},
-		retry: flowcontrol.NewFakeBackOff(mountRetryInitial, mountRetryMax, cfg.Clock), tokens: newTokenCache(cfg.Client, cfg.Clock)}
+		retry: flowcontrol.NewFakeBackOff(mountRetryInitial, mountRetryMax, cfg.Clock), tokens: newTokenCache(cfg.Client, cfg.Clock),
+		pluginNames: map[types.UID]map[string]string{}}
 	m.plugins = append(append([]Plugin(nil), cfg.Plugins...), m.builtins()...)
+	if m.metrics, err = newMetrics(cfg.Registerer, m); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -295,7 +309,20 @@ func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, v *v1.Volume) error {
 	if p == nil {
 		return fmt.Errorf("volume type %s is not supported by this node agent", volumeType(v))
 	}
+	if name := pluginMetricName(p, v); name != "" {
+		m.setPluginName(pod.UID, v.Name, name) // a claim's, once bound (pvcPlugin)
+	}
+	m.mu.Lock()
+	mountedBefore := m.ready[pod.UID][v.Name]
+	m.mu.Unlock()
+	start := m.cfg.Clock.Now()
 	mnt, err := p.SetUp(ctx, Volume{Pod: pod, Spec: v, Dir: m.volumeDir(pod, p, v)})
+	// A mount operation, as the kubelet counts them: until the volume is
+	// mounted, then on each sync for the types whose contents follow
+	// their sources; never for a claim not bound yet.
+	if name, ok := m.pluginName(pod.UID, v.Name); ok && (!mountedBefore || remounted(p)) {
+		m.metrics.operation(name, opMount, m.cfg.Clock.Since(start), err)
+	}
 	if err != nil {
 		return err
 	}
@@ -574,6 +601,7 @@ func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
 	delete(m.volumesOf, uid)
 	delete(m.usage, uid)
 	delete(m.inUse, uid)
+	delete(m.pluginNames, uid)
 	for pv, owner := range m.rwop {
 		if owner == uid {
 			delete(m.rwop, pv)
@@ -600,8 +628,16 @@ func (m *Manager) tearDownPlugins(ctx context.Context, podDir string) error {
 		if err != nil {
 			return err
 		}
+		uid := types.UID(filepath.Base(podDir))
 		for _, e := range entries {
-			if err := td.TearDown(ctx, filepath.Join(podDir, "volumes", p.Name(), e.Name())); err != nil {
+			name, ok := m.pluginName(uid, e.Name())
+			if !ok { // set up by an earlier run: the driver is not known
+				name = strings.ReplaceAll(p.Name(), "~", "/")
+			}
+			start := m.cfg.Clock.Now()
+			err := td.TearDown(ctx, filepath.Join(podDir, "volumes", p.Name(), e.Name()))
+			m.metrics.operation(name, opUnmount, m.cfg.Clock.Since(start), err)
+			if err != nil {
 				return fmt.Errorf("volume %s: %w", e.Name(), err)
 			}
 		}
@@ -664,12 +700,14 @@ func ownMount(podDir, p string, owns func(plugin string) bool) bool {
 func (m *Manager) CleanupOrphans(ctx context.Context, keep func(types.UID) bool) error {
 	entries, err := os.ReadDir(filepath.Join(m.cfg.RootDir, "pods"))
 	if errors.Is(err, os.ErrNotExist) {
+		m.metrics.swept(0, 0)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
 	var errs []error
+	found, failed := 0, 0
 	for _, e := range entries {
 		uid := types.UID(e.Name())
 		if !e.IsDir() || keep(uid) {
@@ -681,7 +719,12 @@ func (m *Manager) CleanupOrphans(ctx context.Context, keep func(types.UID) bool)
 		if busy {
 			continue
 		}
-		errs = append(errs, m.TearDownPod(ctx, uid))
+		found++
+		if err := m.TearDownPod(ctx, uid); err != nil {
+			failed++
+			errs = append(errs, err)
+		}
 	}
+	m.metrics.swept(found, failed)
 	return errors.Join(errs...)
 }

@@ -42,6 +42,7 @@ func (p pvcPlugin) SetUp(ctx context.Context, v Volume) (Mount, error) {
 	if err != nil {
 		return Mount{}, fmt.Errorf("error processing PVC %s/%s: %w", v.Pod.Namespace, claim, err)
 	}
+	p.m.setPluginName(v.Pod.UID, v.Spec.Name, pvPluginName(pv, p.m.persistentPluginFor(pv)))
 	if err := checkVolumeMode(v.Pod, v.Spec.Name, pv); err != nil {
 		return Mount{}, err
 	}

@@ -26,6 +26,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/mem"
 	"k8s.io/client-go/rest"
@@ -64,6 +65,7 @@ func parseFlags(args []string) (agent.Options, error) {
 		readOnlyPort int
 	)
 	host, _ := os.Hostname()
+	opts.Registry = prometheus.NewRegistry() // /metrics: the agent's parts, the credentials', client-go's
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the node identity (cluster mode); empty runs standalone. With --bootstrap-kubeconfig it is written when missing or expired")
 	var bootstrapKubeconfig, certDir string
 	var rotateCerts bool
@@ -196,7 +198,7 @@ func parseFlags(args []string) (agent.Options, error) {
 	if kubeconfig != "" {
 		if bootstrapKubeconfig != "" || rotateCerts {
 			creds, err := nodecerts.NewClient(nodecerts.ClientConfig{NodeName: opts.NodeName, Kubeconfig: kubeconfig,
-				BootstrapKubeconfig: bootstrapKubeconfig, CertDir: certDir, Rotate: rotateCerts})
+				BootstrapKubeconfig: bootstrapKubeconfig, CertDir: certDir, Rotate: rotateCerts, Registerer: opts.Registry})
 			if err != nil {
 				return opts, err
 			}
@@ -251,6 +253,9 @@ func run() error {
 		opts.PodManifestPath = "(embedded)" // validated as set; the directory is made below
 	}
 	if err := opts.Validate(); err != nil {
+		return err
+	}
+	if err := installClientMetrics(opts.Registry); err != nil {
 		return err
 	}
 	if embedded {

@@ -120,6 +120,11 @@ func TestReferenceAgentEndToEnd(t *testing.T) {
 	}
 
 	eventually("node registers and turns Ready", func() bool { return nodeCondition(t, admin, node, v1.NodeReady) == v1.ConditionTrue })
+	n, err := admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, []string{"ExtendWebSocketsToKubelet", "InPlacePodLevelResourcesVerticalScaling",
+		"InPlacePodVerticalScalingInitContainers", "RestartAllContainersOnContainerExits"}, n.Status.DeclaredFeatures,
+		"what the v1.36 kubelet declares")
 	l, err := admin.CoordinationV1().Leases("kube-node-lease").Get(ctx, node, metav1.GetOptions{})
 	require.NoError(t, err)
 	first := l.Spec.RenewTime.Time

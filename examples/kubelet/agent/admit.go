@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ndf "k8s.io/component-helpers/nodedeclaredfeatures"
 	"k8s.io/klog/v2"
 
 	"github.com/nodekit/nodekit/admission"
@@ -15,9 +16,24 @@ import (
 	"github.com/nodekit/nodekit/nodestatus"
 )
 
+// implementedFeatures are the feature gates of the node-declared-features
+// registry this agent implements, as the v1.36 kubelet with its default
+// gates: WebSocket exec/attach/port-forward (kubeletapi), pod-level and
+// init-container in-place resize (allocation, podsyncer), and the
+// RestartAllContainers restart rule (podsyncer).
+var implementedFeatures = []string{"ExtendWebSocketsToKubelet", "InPlacePodLevelResourcesVerticalScaling",
+	"InPlacePodVerticalScalingInitContainers", "RestartAllContainersOnContainerExits"}
+
+// declaredFeatures are the node's status.declaredFeatures. User namespaces
+// are not implemented, so UserNamespacesHostNetworkSupport is never
+// declared whatever the runtime offers.
+func declaredFeatures() ([]string, error) {
+	return nodestatus.DiscoverDeclaredFeatures(implementedFeatures, ndf.RuntimeFeatures{}, nodestatus.DefaultKubeletVersion)
+}
+
 // buildAdmission assembles the kubelet's admit handlers in its order:
-// eviction's, sysctls (the safe set for this kernel plus the allowed
-// unsafe ones), then the general predicates.
+// eviction's, the node's declared features, sysctls (the safe set for this
+// kernel plus the allowed unsafe ones), then the general predicates.
 func (a *Agent) buildAdmission(ctx context.Context) error {
 	kernel, err := admission.KernelVersion()
 	if err != nil {
@@ -35,7 +51,15 @@ func (a *Agent) buildAdmission(ctx context.Context) error {
 		r := a.evict.Admit(attrs.Pod)
 		return admission.Result{Admit: r.Admit, Reason: r.Reason, Message: r.Message}
 	})
-	a.admit = admission.Chain{evict, sysctls, predicates}
+	declared, err := declaredFeatures()
+	if err != nil {
+		return err
+	}
+	features, err := admission.DeclaredFeatures(declared, nodestatus.DefaultKubeletVersion)
+	if err != nil {
+		return err
+	}
+	a.admit = admission.Chain{evict, features, sysctls, predicates}
 	return nil
 }
 

@@ -29,8 +29,10 @@ import (
 
 	"github.com/nodekit/nodekit/admission"
 	"github.com/nodekit/nodekit/allocation"
+	"github.com/nodekit/nodekit/basemetrics"
 	"github.com/nodekit/nodekit/cgroups"
 	"github.com/nodekit/nodekit/containergc"
+	"github.com/nodekit/nodekit/criinstrument"
 	"github.com/nodekit/nodekit/crisim"
 	"github.com/nodekit/nodekit/eviction"
 	"github.com/nodekit/nodekit/kubeclient"
@@ -52,7 +54,9 @@ import (
 	"github.com/nodekit/nodekit/podsyncer/podnet"
 	"github.com/nodekit/nodekit/podworkers"
 	"github.com/nodekit/nodekit/prober"
+	"github.com/nodekit/nodekit/stats"
 	"github.com/nodekit/nodekit/syncloop"
+	"github.com/nodekit/nodekit/userns"
 	"github.com/nodekit/nodekit/volumes"
 	"github.com/nodekit/nodekit/volumes/csi"
 )
@@ -72,6 +76,7 @@ type Agent struct {
 	rt        criapi.RuntimeService
 	images    criapi.ImageManagerService
 	criNode   *crinode.Source  // the runtime's status, handlers and features
+	userns    *userns.Manager  // pods' user namespace ranges
 	runtimeID string           // the runtime's name, the containerID scheme
 	claim     *nodeclaim.Claim // one live agent per node (cluster mode)
 
@@ -119,8 +124,14 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	a := &Agent{opts: opts, registry: prometheus.NewRegistry(),
-		pods: podmanager.New()}
+	a := &Agent{opts: opts, registry: opts.Registry, pods: podmanager.New()}
+	if a.registry == nil {
+		a.registry = prometheus.NewRegistry()
+	}
+	if err := basemetrics.Register(basemetrics.Config{Registerer: a.registry, NodeName: opts.NodeName,
+		Version: nodestatus.DefaultKubeletVersion}); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	if opts.Kube != nil {
 		kube := rest.CopyConfig(opts.Kube)
 		if kube.QPS == 0 {
@@ -193,17 +204,22 @@ func (a *Agent) connectRuntime(ctx context.Context) error {
 			return fmt.Errorf("agent: no container runtime at %s (is containerd running?): %w", endpoint, err)
 		}
 	}
+	// Every CRI call is counted and timed (kubelet_runtime_operations_*).
+	crim, err := criinstrument.New(criinstrument.Config{Registerer: a.registry, Clock: a.opts.Clock})
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
 	rt, err := remote.NewRemoteRuntimeService(ctx, endpoint, runtimeTimeout, nil, false)
 	if err != nil {
 		return fmt.Errorf("agent: runtime %s: %w", endpoint, err)
 	}
-	a.rt = rt
+	a.rt = crim.Runtime(rt)
 	img, err := remote.NewRemoteImageService(ctx, endpoint, runtimeTimeout, nil, false)
 	if err != nil {
 		return fmt.Errorf("agent: image service %s: %w", endpoint, err)
 	}
-	a.images = img
-	v, err := rt.Version(ctx, "v1")
+	a.images = crim.Images(img)
+	v, err := a.rt.Version(ctx, "v1")
 	if err != nil {
 		return fmt.Errorf("agent: runtime %s does not answer: %w", endpoint, err)
 	}
@@ -269,10 +285,15 @@ func (a *Agent) close(ctx context.Context) {
 // build wires the eight packages.
 func (a *Agent) build(ctx context.Context) error {
 	var err error
-	// The handlers report recursive read-only mounts where the runtime
-	// gives them (the pod syncer honours them); not user namespaces, which
-	// the pod syncer refuses loudly.
-	if a.criNode, err = crinode.New(crinode.Config{Runtime: a.rt, Images: a.images, RecursiveReadOnlyMounts: true}); err != nil {
+	// The handlers report recursive read-only mounts and user namespaces
+	// where the runtime gives them; the pod syncer honours both.
+	if a.criNode, err = crinode.New(crinode.Config{Runtime: a.rt, Images: a.images, RecursiveReadOnlyMounts: true,
+		UserNamespaces: true}); err != nil {
+		return err
+	}
+	// Pods' user namespace ranges: from the kubelet user's subordinate IDs
+	// (the default range without one), kept in the pod directories.
+	if a.userns, err = userns.New(userns.Config{RootDir: a.opts.RootDir}); err != nil {
 		return err
 	}
 	// Events and probe results go straight to the sync loop (built below,
@@ -333,12 +354,14 @@ func (a *Agent) build(ctx context.Context) error {
 	}
 	if a.volumes, err = volumes.New(volumes.Config{RootDir: a.opts.RootDir, Objects: objs, Client: a.client,
 		Allocatable: a.allocatable, Mounter: mounter, Recorder: a.recorder, Clock: a.opts.Clock, Plugins: plugins,
-		Images: puller.ImageVolume, Node: func() *v1.Node { n, _ := a.admissionNode(ctx, false); return n }}); err != nil {
+		Images: puller.ImageVolume, Node: func() *v1.Node { n, _ := a.admissionNode(ctx, false); return n },
+		Registerer: a.registry}); err != nil {
 		return err
 	}
 	syncCfg := podsyncer.Config{Runtime: a.rt, Images: a.images, RuntimeName: a.runtimeID, Status: a.statusMgr,
 		Volumes: a.volumes, Puller: puller, States: a.pleg, Probes: a.probes, Node: nodeView{a}, Cgroups: a.cgroups,
 		ActivePods: a.activePods, Allocation: a.alloc, InitContainers: a.startup, RecursiveReadOnlyMounts: a.criNode.RecursiveReadOnlyMounts,
+		UserNamespaces: a.userns, UserNamespacesSupported: a.criNode.UserNamespaces, Registerer: a.registry,
 		PodLogsDir: a.opts.PodLogsDir, SeccompRoot: filepath.Join(a.opts.RootDir, "seccomp"), Recorder: a.recorder, Clock: a.opts.Clock,
 		Network: podnet.Config{ClusterDNS: a.opts.ClusterDNS, ClusterDomain: a.opts.ClusterDomain, ResolvConf: a.opts.ResolvConf}}
 	if a.sim != nil {
@@ -498,7 +521,7 @@ func (a *Agent) buildEviction() error {
 		return err
 	}
 	a.hardEviction = thresholds // all hard: no soft thresholds are configured
-	host, err := eviction.NewHostSummaryProvider(eviction.HostSummaryConfig{NodeName: a.opts.NodeName,
+	host, err := stats.New(stats.Config{NodeName: a.opts.NodeName,
 		NodeFsPath: a.opts.RootDir, Runtime: a.rt, Clock: a.opts.Clock,
 		PodLogsDir: a.opts.PodLogsDir, PodVolumes: a.podVolumes})
 	if err != nil {
@@ -520,10 +543,10 @@ func (a *Agent) buildEviction() error {
 
 // podVolumes is what the volume manager measured of a pod's volumes, for
 // the eviction summary.
-func (a *Agent) podVolumes(uid string) []eviction.PodVolume {
-	var out []eviction.PodVolume
+func (a *Agent) podVolumes(uid string) []stats.PodVolume {
+	var out []stats.PodVolume
 	for _, u := range a.volumes.Usage(types.UID(uid)) {
-		out = append(out, eviction.PodVolume{Name: u.Name, UsedBytes: u.UsedBytes, InodesUsed: u.InodesUsed,
+		out = append(out, stats.PodVolume{Name: u.Name, UsedBytes: u.UsedBytes, InodesUsed: u.InodesUsed,
 			LocalEphemeral: u.LocalEphemeral, Time: u.Time})
 	}
 	return out
@@ -591,7 +614,7 @@ func (a *Agent) buildLoop() error {
 	var err error
 	cfg := podhandler.Config{Workers: a.workers, Pods: a.pods, Admit: a.admit, Reject: a.syncer, Probes: a.probes,
 		Statuses: a.statusMgr, Runtime: a.rt, Deadlines: a.syncer, Recorder: a.recorder, Clock: a.opts.Clock,
-		Orphans: []podhandler.OrphanCleaner{a.volumes}}
+		Orphans: []podhandler.OrphanCleaner{a.volumes, a.userns}, Registerer: a.registry}
 	if a.csi != nil { // after the pods' volumes: what no pod uses any more
 		cfg.Orphans = append(cfg.Orphans, csiCleanup{a.csi})
 	}

@@ -79,6 +79,11 @@ func (a *Agent) buildNodeStatus(ctx context.Context) error {
 	// After Ready, whose check refreshed the runtime's status.
 	b.Add(nodestatus.RuntimeHandlers(cri.RuntimeHandlers))
 	b.Add(nodestatus.NodeFeatures(cri.NodeFeatures))
+	declared, err := declaredFeatures()
+	if err != nil {
+		return err
+	}
+	b.Add(nodestatus.DeclaredFeatures(declared), nil)
 	b.Add(nodestatus.VolumesInUse(func() bool { return true }, a.volumes.InUse))
 	setters, err := b.Setters()
 	if err != nil {

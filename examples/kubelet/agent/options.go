@@ -10,6 +10,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -65,6 +66,11 @@ type Options struct {
 	// (re-read on change). Empty: a self-signed one. With
 	// ServerTLSBootstrap they are served until the first signed one.
 	TLSCertFile, TLSKeyFile string
+	// Registry, if set, is the registry every part registers its metrics
+	// on and /metrics serves (the host may add its own, such as client-go's
+	// and the credentials'); it must not hold the Go and process
+	// collectors, which the agent adds. nil: a new one.
+	Registry *prometheus.Registry
 	// Credentials, if set, are the node's rotating client credentials
 	// (--bootstrap-kubeconfig, --rotate-certificates): Kube must be built
 	// from its RESTConfig; the agent runs it and waits for its first valid

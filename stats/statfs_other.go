@@ -1,6 +1,6 @@
 //go:build !linux
 
-package eviction
+package stats
 
 import (
 	"errors"
@@ -10,5 +10,5 @@ import (
 )
 
 func fsStats(path string, now metav1.Time) (*statsapi.FsStats, error) {
-	return nil, errors.New("eviction: host filesystem statistics need Linux")
+	return nil, errors.New("stats: host filesystem statistics need Linux")
 }

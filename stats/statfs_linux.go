@@ -1,6 +1,6 @@
 //go:build linux
 
-package eviction
+package stats
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 func fsStats(path string, now metav1.Time) (*statsapi.FsStats, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(path, &st); err != nil {
-		return nil, fmt.Errorf("eviction: statfs %s: %w", path, err)
+		return nil, fmt.Errorf("stats: statfs %s: %w", path, err)
 	}
 	bs := uint64(st.Bsize)
 	capacity, avail, used := st.Blocks*bs, st.Bavail*bs, (st.Blocks-st.Bfree)*bs

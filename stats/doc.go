@@ -1,0 +1,120 @@
+// Package stats produces the node's stats/v1alpha1 Summary, the kubelet's
+// /stats/summary document, for a real Linux host: what the eviction manager
+// observes and what /stats/summary and /metrics/resource serve (and
+// metrics-server scrapes).
+//
+// # Model
+//
+// A [Provider] built with [New] holds no goroutine and reads everything on
+// each call, from files and the runtime, without cadvisor:
+//
+//   - node memory and swap from /proc/meminfo, RSS and page faults from the
+//     root cgroup's memory.stat; node CPU from the root cgroup (cpu.stat on
+//     cgroup v2, cpuacct.usage on v1) or /proc/stat; the node's network
+//     interfaces from /proc/1/net/dev; PID limits from procfs; the node,
+//     image and container filesystems by statfs(2); the node's start time is
+//     its boot time;
+//   - the "kubelet", "runtime", "misc" and "pods" system containers from the
+//     CPU and memory files of the cgroups named in [Config] (a cgroup that
+//     cannot be read is left out); with AllocatableMemory the "pods"
+//     container reports allocatable memory minus the pods' working set
+//     (the allocatableMemory.available eviction signal);
+//   - pods and containers from the CRI (ListPodSandbox, ListContainers,
+//     ListPodSandboxStats, ListContainerStats): the running containers of
+//     the live sandboxes, pod CPU and memory from the sandbox's stats or
+//     else summed from its containers, pod network and process count from
+//     the sandbox, start times from creation times; plus each container's
+//     log usage and each pod's volumes and local ephemeral storage.
+//
+// [Provider.Get] reads all of it; [Provider.GetCPUAndMemoryStats] only the
+// CPU, memory and swap figures, which is what /metrics/resource needs.
+//
+// usageNanoCores is the runtime's when it reports one; otherwise it is the
+// increase of the cumulative counter (CRI usage_core_nano_seconds, cgroup
+// CPU time) over the previous sample of the same container, sandbox or
+// cgroup, taken at least CPUSampleInterval (10s) earlier, with CRI sample
+// timestamps (the injected clock for files). A sample sooner than that
+// reports the previous rate, so frequent callers neither shorten the window
+// nor see spikes. A counter lower than the cached one (a restart) or a
+// timestamp older than the cached one starts over without a rate: a rate is
+// never negative. Samples of containers and sandboxes the runtime no longer
+// lists are dropped after each listing.
+//
+// # Host duties
+//
+//  1. Pass the CRI RuntimeService (k8s.io/cri-client) as Config.Runtime.
+//  2. Describe the node: NodeName, NodeFsPath (the kubelet's root
+//     directory), ImageFsPath and ContainerFsPath when the runtime keeps
+//     them elsewhere, PodLogsDir, PodVolumes (volumes.Manager.Usage),
+//     AllocatableMemory, and the cgroups of the runtime and of the pods
+//     (PodsCgroup: "/kubepods" with the cgroupfs driver, "/kubepods.slice"
+//     with systemd).
+//  3. Hand the Provider to eviction.Config.Summary and
+//     kubeletapi.Config.Summary; both accept it as is. There is nothing to
+//     run or stop.
+//
+// In code:
+//
+//	p, err := stats.New(stats.Config{
+//		NodeName:          nodeName,
+//		NodeFsPath:        "/var/lib/kubelet",
+//		Runtime:           runtimeService, // cri-client
+//		PodLogsDir:        "/var/log/pods",
+//		PodVolumes:        podVolumeUsage,
+//		AllocatableMemory: allocatable.Memory().Value(),
+//		RuntimeCgroup:     "/system.slice/containerd.service",
+//		PodsCgroup:        "/kubepods.slice",
+//	})
+//	if err != nil {
+//		return err
+//	}
+//	evict, err := eviction.New(eviction.Config{Summary: p, ...})
+//	api, err := kubeletapi.New(kubeletapi.Config{Summary: p, ...})
+//
+// This package imports no other nodekit block; statstest has a fake
+// runtime.
+//
+// # Differences from upstream kubelet v1.36
+//
+//   - No cadvisor: no housekeeping goroutine, no cache of container info;
+//     each call reads a few dozen small files and four CRI lists. Pod and
+//     container figures come from the CRI only, as with the
+//     PodAndContainerStatsFromCRI feature gate (upstream's default takes
+//     pod CPU, memory and network from cadvisor's cgroup data). A runtime
+//     whose ListPodSandboxStats fails for any reason (not only
+//     Unimplemented) is read through ListContainerStats instead, with pod
+//     CPU and memory summed from the containers.
+//   - The node's working set is MemTotal − MemAvailable from
+//     /proc/meminfo, not the root cgroup's usage − inactive_file that
+//     cadvisor reports; usage is MemTotal − MemFree as upstream's on cgroup
+//     v2. Node swap is SwapTotal − SwapFree, reported (as zeros) without
+//     swap too, as upstream's.
+//   - usageNanoCores: upstream advances its CPU cache only from the
+//     eviction manager's calls and computes no rate for sandbox counters;
+//     here every caller advances it over windows of at least
+//     CPUSampleInterval, sandbox counters get rates, and samples of vanished
+//     containers are dropped at once (upstream: after 10 minutes). The pod
+//     rate summed from containers is reported only when every container has
+//     one (upstream sums missing rates as zero).
+//   - Pod swap is summed from the containers in Get too (upstream's CRI
+//     Get reports none). CRI sections a runtime omits are zeros timestamped
+//     by the injected clock, as upstream's are by the real one.
+//   - System containers: the kubelet's own cgroup is found from
+//     /proc/self/cgroup on every call (upstream: a periodic task); "runtime"
+//     and "misc" need their cgroups configured, as upstream; "pods" needs
+//     PodsCgroup (upstream takes the pod cgroup root itself), and without it
+//     falls back to the pods' summed working set when AllocatableMemory is
+//     set. They are listed in a fixed order. Their start time is the cgroup
+//     directory's age, as cadvisor's, but never before boot.
+//   - The node's start time is the boot time in GetCPUAndMemoryStats too
+//     (upstream: the root cgroup's creation time). Its network is every
+//     interface of /proc/1/net/dev but loopback, veths and docker/nerdctl
+//     bridges, eth0 as the default one, as cadvisor's; reported even on a
+//     machine where cadvisor sees no physical device.
+//   - Writable layers, logs and local ephemeral storage carry the capacity
+//     of the configured container and node filesystems (statfs), not of the
+//     device cadvisor finds for the runtime's filesystem ID. The pod's
+//     /etc/hosts file is not counted in its ephemeral storage.
+//   - Not reported: PSI and IO stats, accelerators, user-defined metrics,
+//     per-container process counts (the sandbox's count is), Windows.
+package stats
