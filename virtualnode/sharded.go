@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/klog/v2"
 
@@ -35,7 +36,8 @@ type ShardedConfig struct {
 	// runs those its stable hash assigns it. API.Addr's port is shard 0's:
 	// shard i serves on that port plus i (port 0: any free port each), and
 	// each node reports its shard's. API.Listener cannot be shared and is
-	// refused.
+	// refused. Registerer receives every shard's metrics with a "shard"
+	// label (its number), registered while this replica leads the shard.
 	Agent Config
 	// Identity names this replica as the holder of its shard Leases
 	// (holderIdentity): required and unique among replicas, e.g. the pod's
@@ -273,14 +275,70 @@ func (s *Sharded) startShard(ctx context.Context, i int) <-chan error {
 		}
 		cfg.API = &api
 	}
+	var reg *shardRegisterer
+	if cfg.Registerer != nil {
+		// Each shard's metrics carry its number; they leave the registry
+		// with the shard, so that leading it again registers them anew.
+		reg = &shardRegisterer{reg: prometheus.WrapRegistererWith(prometheus.Labels{"shard": strconv.Itoa(i)}, cfg.Registerer)}
+		cfg.Registerer = reg
+	}
 	done := make(chan error, 1)
 	agent, err := newAgent(cfg, s.pods)
 	if err != nil {
+		reg.unregisterAll()
 		done <- err
 		return done
 	}
-	go func() { done <- agent.Run(ctx) }()
+	go func() {
+		err := agent.Run(ctx)
+		reg.unregisterAll()
+		done <- err
+	}()
 	return done
+}
+
+// shardRegisterer registers a shard's collectors and remembers them, to
+// unregister them all when the shard stops.
+type shardRegisterer struct {
+	reg prometheus.Registerer
+	mu  sync.Mutex
+	cs  []prometheus.Collector
+}
+
+// Register registers c and remembers it.
+func (r *shardRegisterer) Register(c prometheus.Collector) error {
+	if err := r.reg.Register(c); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cs = append(r.cs, c)
+	return nil
+}
+
+// MustRegister registers cs, panicking on an error as the interface says.
+func (r *shardRegisterer) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		if err := r.Register(c); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// Unregister unregisters c.
+func (r *shardRegisterer) Unregister(c prometheus.Collector) bool { return r.reg.Unregister(c) }
+
+// unregisterAll unregisters every collector registered so far; nil-safe.
+func (r *shardRegisterer) unregisterAll() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.cs {
+		r.reg.Unregister(c)
+	}
+	r.cs = nil
 }
 
 // releaseShard gives the shard's Lease up, within a retry period even if

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -209,6 +210,25 @@ func testShardedTakeover(t *testing.T, fault shardFault) {
 			return fault.update(ctx, l, next, clk, release)
 		}}
 	nodes := []string{"vn-0", "vn-1", "vn-2", "vn-3", "vn-4", "vn-5"}
+	// One registry per replica: its shards' metrics, labelled by shard,
+	// come and go with the shards.
+	regs := map[string]*prometheus.Registry{"a": prometheus.NewRegistry(), "b": prometheus.NewRegistry()}
+	shardsIn := func(reg *prometheus.Registry) []string {
+		mfs, err := reg.Gather()
+		require.NoError(t, err)
+		var out []string
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "shard" && !slices.Contains(out, l.GetValue()) {
+						out = append(out, l.GetValue())
+					}
+				}
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
 	replica := func(id string, cidr string) (*Sharded, *simulated.Provider) {
 		sim, err := simulated.New(simulated.Config{Clock: clk, PodCIDR: netip.MustParsePrefix(cidr)})
 		require.NoError(t, err)
@@ -217,7 +237,8 @@ func testShardedTakeover(t *testing.T, fault shardFault) {
 			heartbeat = faulty
 		}
 		s, err := NewSharded(ShardedConfig{Identity: id, Shards: 2,
-			Agent: Config{Client: clientset.Wrap(cs), HeartbeatClient: heartbeat, Nodes: nodes, Provider: sim, Clock: clk}})
+			Agent: Config{Client: clientset.Wrap(cs), HeartbeatClient: heartbeat, Nodes: nodes, Provider: sim, Clock: clk,
+				Registerer: regs[id]}})
 		require.NoError(t, err)
 		return s, sim
 	}
@@ -262,6 +283,7 @@ func testShardedTakeover(t *testing.T, fault shardFault) {
 		}
 	}
 	advanceUntil("a takes both shards", func() bool { return slices.Equal(a.Leading(), []int{0, 1}) }, func() {})
+	require.Equal(t, []string{"0", "1"}, shardsIn(regs["a"]), "both shards' metrics on one registry")
 	pod := testPod(v1.RestartPolicyAlways, nil)
 	pod.Spec.NodeName = "vn-3"
 	_, err := cs.CoreV1().Pods("ns").Create(ctx, pod, metav1.CreateOptions{})
@@ -308,6 +330,8 @@ func testShardedTakeover(t *testing.T, fault shardFault) {
 	require.NoError(t, err)
 	require.Equal(t, v1.PodRunning, after.Status.Phase)
 	require.Equal(t, before.Status.PodIP, after.Status.PodIP, "adopted, not restarted")
+	require.Empty(t, shardsIn(regs["a"]), "a's shard metrics left with its shards")
+	require.Equal(t, []string{"0", "1"}, shardsIn(regs["b"]))
 	require.True(t, before.Status.StartTime.Equal(after.Status.StartTime))
 
 	cancel()
