@@ -56,14 +56,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
-// staticLabel is the kubelet's static label: "true" or empty.
-func staticLabel(static bool) string {
-	if static {
-		return "true"
-	}
-	return ""
-}
-
 // pods sets the desired and active pods, by static, and the mirror pods.
 func (m *metrics) pods(all, active []*v1.Pod, mirrors int) {
 	if m == nil {
