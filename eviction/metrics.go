@@ -19,11 +19,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Subsystem: "kubelet", Name: "evictions",
-			Help: "Number of pods evicted, by the signal that drove the eviction.",
+			Help: "[ALPHA] Cumulative number of pod evictions by eviction signal",
 		}, []string{"eviction_signal"}),
 		statsAge: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Subsystem: "kubelet", Name: "eviction_stats_age_seconds",
-			Help:    "Age of the statistics an eviction decision was based on, by signal.",
+			Help:    "[ALPHA] Time between when stats are collected, and when pod is evicted based on those stats by eviction signal",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"eviction_signal"}),
 	}

@@ -78,6 +78,7 @@ type Observer interface {
 type Manager struct {
 	cfg        Config
 	terminated *prometheus.CounterVec // nil without Registerer
+	syncTime   prometheus.Histogram   // nil without Registerer
 
 	mu      sync.Mutex
 	entries map[types.UID]*entry
@@ -94,6 +95,9 @@ type entry struct {
 	// version counts changes to status; written is the version last
 	// written in full (0: none).
 	version, written uint64
+	// changed is when version last changed (the status sync duration's
+	// start).
+	changed time.Time
 	// finish: delete the pod (zero grace) once its final status is
 	// written and no container can run.
 	finish bool
@@ -119,10 +123,17 @@ func New(cfg Config) (*Manager, error) {
 	m := &Manager{}
 	if cfg.Registerer != nil {
 		m.terminated = prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "kubelet_terminated_containers_total", Help: "Cumulative number of container terminations.",
+			Name: "kubelet_terminated_containers_total", Help: "[ALPHA] Cumulative number of container terminations.",
 		}, []string{"container_type", "exit_code", "reason"})
-		if err := cfg.Registerer.Register(m.terminated); err != nil {
-			return nil, fmt.Errorf("status: metrics: %w", err)
+		m.syncTime = prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "kubelet_pod_status_sync_duration_seconds",
+			Help: "[ALPHA] Duration in seconds to sync a pod status update. Measures time from detection of a change to pod status until the API is successfully updated for that pod, even if multiple intevening changes to pod status occur.",
+			Buckets: []float64{0.010, 0.050, 0.100, 0.500, 1, 5, 10, 20, 30, 45, 60},
+		})
+		for _, c := range []prometheus.Collector{m.terminated, m.syncTime} {
+			if err := cfg.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("status: metrics: %w", err)
+			}
 		}
 	}
 	if cfg.CouldHaveRunningContainers == nil {
@@ -301,7 +312,7 @@ func (m *Manager) Sync(ctx context.Context, uid types.UID) error {
 		m.mu.Unlock()
 		return nil
 	}
-	pod, status, version, finish := e.pod, *e.status.DeepCopy(), e.version, e.finish
+	pod, status, version, finish, changed := e.pod, *e.status.DeepCopy(), e.version, e.finish, e.changed
 	m.mu.Unlock()
 	if m.cfg.Client == nil {
 		m.markWritten(uid, version, finish)
@@ -345,6 +356,11 @@ func (m *Manager) Sync(ctx context.Context, uid types.UID) error {
 		if m.cfg.Observer != nil {
 			m.cfg.Observer.StatusWritten(patched)
 		}
+	}
+	if m.syncTime != nil && !changed.IsZero() {
+		// From the change to the API server having it, as the kubelet
+		// measures it (also when the server had it already).
+		m.syncTime.Observe(m.cfg.Clock.Since(changed).Truncate(time.Millisecond).Seconds())
 	}
 	// A terminal phase held back is not written yet: the next status (or
 	// the resync) tries again.

@@ -3,11 +3,15 @@ package podstatus
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -348,10 +352,10 @@ func TestTerminatedContainersAreCountedOnce(t *testing.T) {
 	st := terminated(139, "Error")
 	st.Message = "a later change of the same terminated container"
 	m.SetPodStatus(pod, st)
-	families, err := reg.Gather()
+	all, err := reg.Gather()
 	require.NoError(t, err)
+	families := slices.DeleteFunc(all, func(mf *dto.MetricFamily) bool { return mf.GetName() != "kubelet_terminated_containers_total" })
 	require.Len(t, families, 1)
-	require.Equal(t, "kubelet_terminated_containers_total", families[0].GetName())
 	require.Len(t, families[0].Metric, 1)
 	labels := map[string]string{}
 	for _, l := range families[0].Metric[0].Label {
@@ -359,4 +363,36 @@ func TestTerminatedContainersAreCountedOnce(t *testing.T) {
 	}
 	assert.Equal(t, map[string]string{"container_type": "container", "exit_code": "139", "reason": "Error"}, labels)
 	assert.Equal(t, 1.0, families[0].Metric[0].Counter.GetValue(), "counted once")
+}
+
+// kubelet_pod_status_sync_duration_seconds: from the status change to the
+// API server having it, on the injected clock.
+func TestStatusSyncDuration(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	clk := testclock.NewFakeClock(time.Unix(1000, 0))
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1"}}
+	c := fake.NewClientset(pod)
+	m, err := New(Config{Client: clientset.Wrap(c), Registerer: reg, Clock: clk})
+	require.NoError(t, err)
+	m.SetPodStatus(pod, v1.PodStatus{Phase: v1.PodRunning})
+	clk.Step(1500 * time.Millisecond)
+	require.NoError(t, m.Sync(context.Background(), "u1"))
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP kubelet_pod_status_sync_duration_seconds [ALPHA] Duration in seconds to sync a pod status update. Measures time from detection of a change to pod status until the API is successfully updated for that pod, even if multiple intevening changes to pod status occur.
+# TYPE kubelet_pod_status_sync_duration_seconds histogram
+kubelet_pod_status_sync_duration_seconds_bucket{le="0.01"} 0
+kubelet_pod_status_sync_duration_seconds_bucket{le="0.05"} 0
+kubelet_pod_status_sync_duration_seconds_bucket{le="0.1"} 0
+kubelet_pod_status_sync_duration_seconds_bucket{le="0.5"} 0
+kubelet_pod_status_sync_duration_seconds_bucket{le="1"} 0
+kubelet_pod_status_sync_duration_seconds_bucket{le="5"} 1
+kubelet_pod_status_sync_duration_seconds_bucket{le="10"} 1
+kubelet_pod_status_sync_duration_seconds_bucket{le="20"} 1
+kubelet_pod_status_sync_duration_seconds_bucket{le="30"} 1
+kubelet_pod_status_sync_duration_seconds_bucket{le="45"} 1
+kubelet_pod_status_sync_duration_seconds_bucket{le="60"} 1
+kubelet_pod_status_sync_duration_seconds_bucket{le="+Inf"} 1
+kubelet_pod_status_sync_duration_seconds_sum 1.5
+kubelet_pod_status_sync_duration_seconds_count 1
+`), "kubelet_pod_status_sync_duration_seconds"))
 }

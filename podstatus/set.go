@@ -63,6 +63,7 @@ func (m *Manager) setLocked(pod *v1.Pod, status v1.PodStatus) {
 	e.status = *status.DeepCopy()
 	e.encoded = encoded
 	e.version++
+	e.changed = m.cfg.Clock.Now()
 	m.enqueueLocked(pod.UID)
 }
 

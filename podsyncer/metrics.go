@@ -20,16 +20,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return prometheus.NewCounter(prometheus.CounterOpts{Subsystem: "kubelet", Name: name, Help: help})
 	}
 	m := &metrics{
-		startedPods:       counter("started_pods_total", "Cumulative number of pods started"),
-		startedPodsErrors: counter("started_pods_errors_total", "Cumulative number of errors when starting pods"),
+		startedPods:       counter("started_pods_total", "[ALPHA] Cumulative number of pods started"),
+		startedPodsErrors: counter("started_pods_errors_total", "[ALPHA] Cumulative number of errors when starting pods"),
 		startedUserNS: counter("started_user_namespaced_pods_total",
-			"Cumulative number of pods with user namespaces started. This metric will only be collected on Linux."),
+			"[ALPHA] Cumulative number of pods with user namespaces started. This metric will only be collected on Linux."),
 		startedUserNSErrors: counter("started_user_namespaced_pods_errors_total",
-			"Cumulative number of errors when starting pods with user namespaces. This metric will only be collected on Linux."),
+			"[ALPHA] Cumulative number of errors when starting pods with user namespaces. This metric will only be collected on Linux."),
 		startedContainers: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "kubelet", Name: "started_containers_total",
-			Help: "Cumulative number of containers started"}, []string{"container_type"}),
+			Help: "[ALPHA] Cumulative number of containers started"}, []string{"container_type"}),
 		startedCtrsErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "kubelet", Name: "started_containers_errors_total",
-			Help: "Cumulative number of errors when starting containers"}, []string{"container_type", "code"}),
+			Help: "[ALPHA] Cumulative number of errors when starting containers"}, []string{"container_type", "code"}),
 	}
 	if reg == nil {
 		return m, nil

@@ -2298,28 +2298,28 @@ func TestSyncPodStartMetrics(t *testing.T) {
 	_, err := h.sync(pod)
 	require.ErrorContains(t, err, "disk full")
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP kubelet_started_containers_errors_total Cumulative number of errors when starting containers
+# HELP kubelet_started_containers_errors_total [ALPHA] Cumulative number of errors when starting containers
 # TYPE kubelet_started_containers_errors_total counter
 kubelet_started_containers_errors_total{code="CreateContainerError",container_type="init_container"} 1
-# HELP kubelet_started_containers_total Cumulative number of containers started
+# HELP kubelet_started_containers_total [ALPHA] Cumulative number of containers started
 # TYPE kubelet_started_containers_total counter
 kubelet_started_containers_total{container_type="init_container"} 1
-# HELP kubelet_started_pods_errors_total Cumulative number of errors when starting pods
+# HELP kubelet_started_pods_errors_total [ALPHA] Cumulative number of errors when starting pods
 # TYPE kubelet_started_pods_errors_total counter
 kubelet_started_pods_errors_total 0
-# HELP kubelet_started_pods_total Cumulative number of pods started
+# HELP kubelet_started_pods_total [ALPHA] Cumulative number of pods started
 # TYPE kubelet_started_pods_total counter
 kubelet_started_pods_total 1
-# HELP kubelet_started_user_namespaced_pods_errors_total Cumulative number of errors when starting pods with user namespaces. This metric will only be collected on Linux.
+# HELP kubelet_started_user_namespaced_pods_errors_total [ALPHA] Cumulative number of errors when starting pods with user namespaces. This metric will only be collected on Linux.
 # TYPE kubelet_started_user_namespaced_pods_errors_total counter
 kubelet_started_user_namespaced_pods_errors_total 1
-# HELP kubelet_started_user_namespaced_pods_total Cumulative number of pods with user namespaces started. This metric will only be collected on Linux.
+# HELP kubelet_started_user_namespaced_pods_total [ALPHA] Cumulative number of pods with user namespaces started. This metric will only be collected on Linux.
 # TYPE kubelet_started_user_namespaced_pods_total counter
 kubelet_started_user_namespaced_pods_total 1
 `)))
 	h.mustSync(pod)
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP kubelet_started_user_namespaced_pods_total Cumulative number of pods with user namespaces started. This metric will only be collected on Linux.
+# HELP kubelet_started_user_namespaced_pods_total [ALPHA] Cumulative number of pods with user namespaces started. This metric will only be collected on Linux.
 # TYPE kubelet_started_user_namespaced_pods_total counter
 kubelet_started_user_namespaced_pods_total 1
 `), "kubelet_started_user_namespaced_pods_total"), "the next sync creates no sandbox: nothing more counted")
