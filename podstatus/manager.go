@@ -126,8 +126,8 @@ func New(cfg Config) (*Manager, error) {
 			Name: "kubelet_terminated_containers_total", Help: "[ALPHA] Cumulative number of container terminations.",
 		}, []string{"container_type", "exit_code", "reason"})
 		m.syncTime = prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "kubelet_pod_status_sync_duration_seconds",
-			Help: "[ALPHA] Duration in seconds to sync a pod status update. Measures time from detection of a change to pod status until the API is successfully updated for that pod, even if multiple intevening changes to pod status occur.",
+			Name:    "kubelet_pod_status_sync_duration_seconds",
+			Help:    "[ALPHA] Duration in seconds to sync a pod status update. Measures time from detection of a change to pod status until the API is successfully updated for that pod, even if multiple intevening changes to pod status occur.",
 			Buckets: []float64{0.010, 0.050, 0.100, 0.500, 1, 5, 10, 20, 30, 45, 60},
 		})
 		for _, c := range []prometheus.Collector{m.terminated, m.syncTime} {
