@@ -127,8 +127,13 @@ type Config struct {
 	Streaming Streamer
 	// Runner backs /run. nil answers 501.
 	Runner Runner
-	// Summary backs /stats/summary and /metrics/resource. nil answers 501.
+	// Summary backs /stats/summary, /metrics/resource and
+	// /metrics/cadvisor. nil answers 501.
 	Summary SummaryProvider
+	// Cadvisor names the cgroups and describes the machine for
+	// /metrics/cadvisor. Zero: the cgroupfs driver's and containerd's
+	// cgroup names, no machine_* families.
+	Cadvisor CadvisorConfig
 	// NodeSummary backs, in MultiNode mode, each node's stats at
 	// /stats/nodes/{node}/summary and /metrics/nodes/{node}/metrics/resource
 	// (the path a node names in its metrics.k8s.io/resource-metrics-path
@@ -146,9 +151,22 @@ type Config struct {
 	// Configz, if set, is served at /configz as {"kubeletconfig": Configz}.
 	Configz any
 	// NodeLogDir, if set, is served read-only under /logs/
-	// (enableSystemLogHandler). Empty answers 405 "logs endpoint is
-	// disabled.", as the kubelet with the handler off.
+	// (enableSystemLogHandler; the kubelet serves /var/log/). Empty answers
+	// 405 "logs endpoint is disabled.", as the kubelet with the handler off.
 	NodeLogDir string
+	// NodeLogQuery serves the node log query on /logs/: ?query=<service or
+	// file> with sinceTime, untilTime, tailLines, pattern and boot, as the
+	// kubelet with enableSystemLogQuery (default false; the NodeLogQuery
+	// feature is GA and locked on in v1.36, the field still gates it).
+	// Services are read from Journal, or from a log file named after them
+	// in NodeLogDir, which it needs.
+	NodeLogQuery bool
+	// Journal reads service logs for the node log query. Default
+	// &Journalctl{}: journalctl from PATH, run with the request's context.
+	Journal Journal
+	// NodeLogQueryTimeout bounds a node log query. Default 30s, the
+	// kubelet's.
+	NodeLogQueryTimeout time.Duration
 
 	// StreamIdleTimeout and StreamCreationTimeout are used by
 	// NewInlineStreamer sessions and passed to proxies. Defaults 4h, 30s.
@@ -284,6 +302,9 @@ func (c *Config) defaults() error {
 	if c.NodeSummary != nil && !c.MultiNode {
 		errs = append(errs, errors.New("NodeSummary needs MultiNode"))
 	}
+	if c.NodeLogQuery && c.NodeLogDir == "" {
+		errs = append(errs, errors.New("NodeLogQuery needs NodeLogDir (the kubelet: enableSystemLogHandler is required for enableSystemLogQuery)"))
+	}
 	if c.Pods == nil {
 		//lint:ignore ST1005 Pods is the field's name
 		errs = append(errs, errors.New("Pods is required"))
@@ -299,6 +320,7 @@ func (c *Config) defaults() error {
 		"IdleTimeout": c.IdleTimeout, "ReadTimeout": c.ReadTimeout, "WriteTimeout": c.WriteTimeout,
 		"Auth.AuthenticationCacheTTL": c.Auth.AuthenticationCacheTTL, "Auth.AuthorizationAllowTTL": c.Auth.AuthorizationAllowTTL,
 		"Auth.AuthorizationDenyTTL": c.Auth.AuthorizationDenyTTL, "Auth.WebhookTimeout": c.Auth.WebhookTimeout,
+		"NodeLogQueryTimeout": c.NodeLogQueryTimeout,
 	} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s %v must not be negative", name, d))
@@ -334,12 +356,17 @@ func (c *Config) defaults() error {
 	setDefault(&c.Auth.AuthorizationAllowTTL, DefaultAuthorizationAllowTTL)
 	setDefault(&c.Auth.AuthorizationDenyTTL, DefaultAuthorizationDenyTTL)
 	setDefault(&c.Auth.WebhookTimeout, DefaultWebhookTimeout)
+	setDefault(&c.NodeLogQueryTimeout, DefaultNodeLogQueryTimeout)
+	if c.NodeLogQuery && c.Journal == nil {
+		c.Journal = &Journalctl{}
+	}
 	if c.MaxRequestHeaderBytes == 0 {
 		c.MaxRequestHeaderBytes = 1 << 20
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
 	}
+	c.Cadvisor.defaults()
 	return nil
 }
 

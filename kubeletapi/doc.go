@@ -17,9 +17,13 @@
 //	/pods                                         PodLister
 //	/runningpods/                                 RunningPodLister
 //	/stats/summary, /metrics/resource             SummaryProvider
+//	/metrics/cadvisor                             SummaryProvider, Config.Cadvisor (cgroup
+//	                                             names, machine)
 //	/metrics, /metrics/probes                     prometheus.Gatherer
 //	/healthz, /healthz/{check}                    HealthCheck
-//	/configz, /logs/                              Config.Configz, Config.NodeLogDir
+//	/configz                                      Config.Configz
+//	/logs/, /logs/?query=<service or file>        Config.NodeLogDir; with NodeLogQuery a
+//	                                             Journal (journalctl through a CommandRunner)
 //
 // Every request on the HTTPS port is authenticated (x509 client
 // certificates against a client CA file, bearer tokens through
@@ -41,7 +45,8 @@
 // Status codes and messages are the kubelet's: 401 "Unauthorized", 403
 // "Forbidden (user=…, verb=…, resource=nodes, subresource(s)=[…])", 404
 // `pod "x" does not exist`, 400 for a malformed query, 422 for invalid log
-// options, 400 with the reason when a container has no log.
+// options, 400 with the reason when a container has no log, 400 and 406
+// with the field errors of a malformed or invalid node log query.
 //
 // # Host duties
 //
@@ -58,29 +63,39 @@
 //     gone; it serves follow, previous, tail, since, limitBytes and
 //     timestamps as the kubelet does, within a memory bound.
 //
-//  3. Give the authentication and authorization clients (the node
+//  3. For /metrics/cadvisor, name the cgroups as your cgroup driver and
+//     runtime do when they are not cgroupfs and containerd
+//     (Config.Cadvisor: PodCgroup, ContainerCgroup, SystemCgroups) and
+//     pass the machine's description (Cadvisor.Machine) for machine_*.
+//     For the node log query, set NodeLogDir ("/var/log") and NodeLogQuery;
+//     journalctl is run from PATH unless Journal says otherwise.
+//
+//  4. Give the authentication and authorization clients (the node
 //     identity's AuthenticationV1 and AuthorizationV1) or an Authenticator
 //     and Authorizer of your own.
 //
-//  4. New, then Run(ctx) until the agent stops; report the port in the
+//  5. New, then Run(ctx) until the agent stops; report the port in the
 //     Node's status.daemonEndpoints.kubeletEndpoint (pass a Listener to
 //     know it before Run when the port is 0).
 //
-//     srv, err := kubeletapi.New(kubeletapi.Config{
-//     NodeName: "node-1",
-//     TLSCertFile: "/var/lib/kubelet/pki/kubelet.crt", TLSKeyFile: "/var/lib/kubelet/pki/kubelet.key",
-//     Auth: kubeletapi.AuthConfig{
-//     ClientCAFile:        "/etc/kubernetes/pki/ca.crt",
-//     TokenReview:         cs.AuthenticationV1(),
-//     SubjectAccessReview: cs.AuthorizationV1(),
-//     },
-//     Pods: podManager, Logs: criRuntime, Streaming: criRuntime, Runner: criRuntime,
-//     Summary: summaryProvider,
-//     })
-//     if err != nil {
-//     return err
-//     }
-//     go srv.Run(ctx)
+// In code:
+//
+//	srv, err := kubeletapi.New(kubeletapi.Config{
+//		NodeName:    "node-1",
+//		TLSCertFile: "/var/lib/kubelet/pki/kubelet.crt", TLSKeyFile: "/var/lib/kubelet/pki/kubelet.key",
+//		Auth: kubeletapi.AuthConfig{
+//			ClientCAFile:        "/etc/kubernetes/pki/ca.crt",
+//			TokenReview:         cs.AuthenticationV1(),
+//			SubjectAccessReview: cs.AuthorizationV1(),
+//		},
+//		Pods: podManager, Logs: criRuntime, Streaming: criRuntime, Runner: criRuntime,
+//		Summary:    summaryProvider,
+//		NodeLogDir: "/var/log", NodeLogQuery: true,
+//	})
+//	if err != nil {
+//		return err
+//	}
+//	go srv.Run(ctx)
 //
 // # Differences from upstream (k8s.io/kubernetes/pkg/kubelet/server)
 //
@@ -94,9 +109,8 @@
 //     upgrade-aware proxy; the kubelet's optional v5 WebSocket-to-SPDY
 //     translation (ExtendWebSocketsToKubelet, alpha) is not done here: the
 //     API server translates kubectl's WebSocket streams itself.
-//   - /metrics/cadvisor, /checkpoint, /debug/pprof, /debug/flags/v and
-//     the system log query are not served (404); /runningpods/ only with
-//     Config.RunningPods.
+//   - /checkpoint, /debug/pprof and /debug/flags/v are not served (404);
+//     /runningpods/ only with Config.RunningPods.
 //   - The webhook retries and decision caches of the staging
 //     authenticators and authorizers run on real time.
 //   - /metrics/resource serves the families, help text, labels and sample
@@ -105,4 +119,65 @@
 //     /stats/summary?only_cpu_and_memory=true read the cheaper
 //     GetCPUAndMemoryStats of a provider that has it ([CPUAndMemoryProvider],
 //     as stats.Provider); others are read with Get and trimmed.
+//   - /metrics/cadvisor is served without cadvisor (no manager, no
+//     housekeeping, nothing cached): each scrape reads the SummaryProvider
+//     once and writes its figures in cadvisor's families, help text, types,
+//     labels (container, id, image, name, namespace, pod, as the kubelet's
+//     label func; cpu, device, interface, failure_type, scope) and sample
+//     timestamps, for the root cgroup (id="/", the node's figures), the
+//     system containers Cadvisor.SystemCgroups names, each pod's cgroup
+//     (container="") and each container (image from its status, name its
+//     runtime ID as containerd's first alias). Served:
+//     container_cpu_usage_seconds_total{cpu="total"},
+//     container_memory_usage_bytes, _working_set_bytes, _rss, _swap,
+//     container_memory_failures_total (page faults; both scopes are the
+//     same figure, as on cgroup v2), container_fs_usage_bytes,
+//     _limit_bytes, _inodes_free, _inodes_total (the node's filesystem on
+//     "/", each container's writable layer), container_network_receive_ and
+//     _transmit_bytes_total and _errors_total, container_pressure_* (where
+//     the provider reports PSI), container_start_time_seconds,
+//     container_last_seen, container_health_state (-1: cadvisor reads no
+//     health check from a CRI runtime), container_scrape_error, and with
+//     Cadvisor.Machine machine_cpu_cores, _physical_cores, _sockets,
+//     _books, _drawers, machine_memory_bytes, machine_swap_bytes,
+//     machine_dimm_*, machine_nvm_* and machine_scrape_error, without
+//     sample times: the kubelet stamps them with the time it read the
+//     machine, at its start, which Prometheus drops as out of bounds once
+//     its head block has moved past it.
+//   - Not in /metrics/cadvisor, as the summary has no such figure:
+//     container_cpu_user_ and _system_seconds_total, container_cpu_cfs_*,
+//     container_cpu_load_average_10s, container_cpu_load_d_average_10s,
+//     container_tasks_state, container_memory_cache, _kernel_usage,
+//     _mapped_file, _failcnt, _max_usage_bytes,
+//     _total_active_file_bytes, _total_inactive_file_bytes, the
+//     filesystem I/O counters (container_fs_reads_*, _writes_*,
+//     _sector_*, _io_*, container_blkio_device_usage_total),
+//     container_network_*_packets_total and *_packets_dropped_total,
+//     container_processes, _file_descriptors, _sockets, _threads,
+//     _threads_max, _ulimits_soft, container_oom_events_total,
+//     container_spec_* (cgroup limits: the summary carries none) and
+//     cadvisor_version_info. The kubelet's /kubepods/burstable and
+//     /kubepods/besteffort entries and the pods' sandbox (pause)
+//     containers are not listed: a pod's network is on its cgroup's
+//     series (a containerd node's kubelet has it on the sandbox
+//     container's, with container="" too; CRI-O's with container="POD").
+//     Containers have filesystem series as under CRI-O (a containerd
+//     node's kubelet has none), and device is "" as the summary names no
+//     devices. Series come in entry order, not sorted.
+//   - The node log query (/logs/?query=) is on with Config.NodeLogQuery
+//     (the kubelet's enableSystemLogQuery; its NodeLogQuery gate is GA and
+//     locked on in v1.36) and follows the kubelet's parsing, validation,
+//     messages and journalctl arguments. Differences: a file query with a
+//     leading slash (?query=/kubelet.log, the documented form) is looked up
+//     under NodeLogDir, where v1.36.3 refuses it with 406 "path escapes
+//     from parent" (os.Root rejects absolute paths); the journal's units
+//     are listed once per request (upstream once per service); the 30s
+//     limit (NodeLogQueryTimeout) runs on Config.Clock and the request's
+//     context ends the query too, so journalctl stops when the client goes
+//     away (upstream's runs on context.Background). Without journalctl (or
+//     a unit it does not know) a service's log is looked for as upstream
+//     does, <NodeLogDir>/<service>, <service>.log, then
+//     <service>/<service>.log, and a missing one is answered 200 "log not
+//     found for <service>": there is no 501. Linux only: no Windows
+//     Get-WinEvent.
 package kubeletapi

@@ -64,6 +64,7 @@ func (s *Server) routes(full bool) *http.ServeMux {
 	mux.HandleFunc("GET /pods/", s.pods)
 	mux.HandleFunc("GET /stats/summary", s.summary)
 	mux.HandleFunc("GET /metrics/resource", s.resourceMetrics)
+	mux.HandleFunc("GET /metrics/cadvisor", s.cadvisorMetrics)
 	if s.cfg.NodeSummary != nil {
 		mux.HandleFunc("GET /stats/nodes/{node}/summary", s.nodeSummary)
 		mux.HandleFunc("GET /metrics/nodes/{node}/metrics/resource", s.nodeResourceMetrics)
@@ -98,7 +99,7 @@ func (s *Server) routes(full bool) *http.ServeMux {
 		})
 	}
 	if s.cfg.NodeLogDir != "" {
-		mux.Handle("GET /logs/", http.StripPrefix("/logs/", http.FileServer(http.Dir(s.cfg.NodeLogDir))))
+		mux.Handle("GET /logs/", s.nodeLogs())
 	} else {
 		mux.HandleFunc("/logs/", func(w http.ResponseWriter, _ *http.Request) {
 			http.Error(w, "logs endpoint is disabled.", http.StatusMethodNotAllowed)

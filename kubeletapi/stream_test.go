@@ -169,6 +169,7 @@ func TestNotImplemented(t *testing.T) {
 		{http.MethodPost, "/run/ns/p/c?cmd=x", "run is not supported by this node\n"},
 		{http.MethodGet, "/stats/summary", "stats are not supported by this node\n"},
 		{http.MethodGet, "/metrics/resource", "stats are not supported by this node\n"},
+		{http.MethodGet, "/metrics/cadvisor", "stats are not supported by this node\n"},
 	} {
 		w := do(h, tt.method, tt.path)
 		require.Equal(t, http.StatusNotImplemented, w.Code, tt.path)
@@ -176,7 +177,7 @@ func TestNotImplemented(t *testing.T) {
 	}
 	// Unconfigured gatherers and the endpoints upstream has but this
 	// package does not serve are 404.
-	for _, path := range []string{"/metrics", "/metrics/probes", "/metrics/cadvisor", "/configz", "/runningpods/", "/debug/pprof/", "/checkpoint/ns/p/c"} {
+	for _, path := range []string{"/metrics", "/metrics/probes", "/configz", "/runningpods/", "/debug/pprof/", "/checkpoint/ns/p/c"} {
 		require.Equal(t, http.StatusNotFound, get(h, path).Code, path)
 	}
 }

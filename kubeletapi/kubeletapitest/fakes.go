@@ -1,8 +1,8 @@
 // Package kubeletapitest provides in-memory fakes of the interfaces
-// package kubeletapi accepts (PodLister, LogSource, Streamer, Runner and
-// SummaryProvider), with the controls tests need: settable pods, canned
-// logs that can be followed and appended to, recorded calls, and injected
-// errors. Every fake is safe for concurrent use and its zero value is ready
+// package kubeletapi accepts (PodLister, LogSource, Streamer, Runner,
+// SummaryProvider, Journal and CommandRunner), with the controls tests
+// need: settable pods, canned logs that can be followed and appended to,
+// canned commands, recorded calls, and injected errors. Every fake is safe for concurrent use and its zero value is ready
 // to use.
 package kubeletapitest
 

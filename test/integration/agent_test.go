@@ -122,9 +122,9 @@ func TestReferenceAgentEndToEnd(t *testing.T) {
 	eventually("node registers and turns Ready", func() bool { return nodeCondition(t, admin, node, v1.NodeReady) == v1.ConditionTrue })
 	n, err := admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	require.NoError(t, err)
-	require.Equal(t, []string{"ExtendWebSocketsToKubelet", "InPlacePodLevelResourcesVerticalScaling",
+	require.Equal(t, []string{"InPlacePodLevelResourcesVerticalScaling",
 		"InPlacePodVerticalScalingInitContainers", "RestartAllContainersOnContainerExits"}, n.Status.DeclaredFeatures,
-		"what the v1.36 kubelet declares")
+		"what the v1.36 kubelet declares but ExtendWebSocketsToKubelet (the API server translates WebSocket streams)")
 	l, err := admin.CoordinationV1().Leases("kube-node-lease").Get(ctx, node, metav1.GetOptions{})
 	require.NoError(t, err)
 	first := l.Spec.RenewTime.Time

@@ -256,11 +256,16 @@ func TestVirtualNodes(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return")
 	}
+	stopped := time.Now()
 	sim.Close()
 	t.Logf("agent ran %v, %d API requests", time.Since(start).Round(time.Millisecond), requests.Load())
-	before := renewTimes(t, admin, names)
 	time.Sleep(3 * time.Second) // three renew intervals
-	require.Equal(t, before, renewTimes(t, admin, names), "no lease renewed after the agent stopped")
+	// A renewal sent before the stop may still commit after it (the API
+	// server finishes a request whose client gave up), but none carries a
+	// renew time from after the stop.
+	for name, renewed := range renewTimes(t, admin, names) {
+		require.False(t, renewed.After(stopped), "lease %s renewed at %v, after the agent stopped at %v", name, renewed, stopped)
+	}
 }
 
 // TestVirtualNodesScale (NODEKIT_VNODES_SCALE=1; run without -race) runs

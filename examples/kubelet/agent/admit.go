@@ -17,11 +17,13 @@ import (
 )
 
 // implementedFeatures are the feature gates of the node-declared-features
-// registry this agent implements, as the v1.36 kubelet with its default
-// gates: WebSocket exec/attach/port-forward (kubeletapi), pod-level and
-// init-container in-place resize (allocation, podsyncer), and the
-// RestartAllContainers restart rule (podsyncer).
-var implementedFeatures = []string{"ExtendWebSocketsToKubelet", "InPlacePodLevelResourcesVerticalScaling",
+// registry this agent implements: pod-level and init-container in-place
+// resize (allocation, podsyncer) and the RestartAllContainers restart rule
+// (podsyncer). The v1.36 kubelet also declares ExtendWebSocketsToKubelet;
+// this agent does not, since kubeletapi does not translate WebSocket exec,
+// attach and port-forward to the runtime's SPDY itself: undeclared, the
+// API server translates them, as for an older kubelet.
+var implementedFeatures = []string{"InPlacePodLevelResourcesVerticalScaling",
 	"InPlacePodVerticalScalingInitContainers", "RestartAllContainersOnContainerExits"}
 
 // declaredFeatures are the node's status.declaredFeatures. User namespaces

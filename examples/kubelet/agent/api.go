@@ -49,6 +49,13 @@ func (a *Agent) buildAPI() error {
 		Registerer:   a.registry,
 		Auth:         kubeletapi.AuthConfig{ClientCAFile: o.ClientCAFile, Anonymous: o.AnonymousAuth},
 	}
+	// /metrics/cadvisor: the cgroups as this node's driver and runtime name
+	// them, and the machine.
+	cfg.Cadvisor.Machine, _ = a.machine()
+	cfg.Cadvisor.ContainerCgroup = kubeletapi.RuntimeContainerCgroup(a.runtimeID, o.CgroupDriver)
+	if a.cgroups != nil {
+		cfg.Cadvisor.PodCgroup = a.cgroups.PodCgroup
+	}
 	if ip := net.ParseIP(o.NodeIP); ip != nil {
 		cfg.NodeIPs = []net.IP{ip}
 	}
