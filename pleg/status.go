@@ -29,8 +29,9 @@ type PodStatus struct {
 	Timestamp time.Time
 }
 
-// sandboxIPs returns the IPs of a sandbox status, primary first.
-func sandboxIPs(s *runtimeapi.PodSandboxStatus) []string {
+// SandboxIPs returns the IPs of a sandbox status, primary first (none
+// without a network status or a primary IP).
+func SandboxIPs(s *runtimeapi.PodSandboxStatus) []string {
 	n := s.GetNetwork()
 	if n == nil || n.Ip == "" {
 		return nil
@@ -59,7 +60,7 @@ func finishStatus(st *PodStatus, prevIPs []string) {
 		st.Name = newest.GetMetadata().GetName()
 		st.Namespace = newest.GetMetadata().GetNamespace()
 		if newest.State == runtimeapi.PodSandboxState_SANDBOX_READY {
-			st.IPs = sandboxIPs(newest)
+			st.IPs = SandboxIPs(newest)
 		}
 	}
 	st.IPs = keepIPs(st, prevIPs)

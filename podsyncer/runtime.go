@@ -127,7 +127,7 @@ func inspect(ctx context.Context, rt criapi.RuntimeService, uid types.UID) (*pod
 	}
 	if sbs[0].State == runtimeapi.PodSandboxState_SANDBOX_READY {
 		if st, err := rt.PodSandboxStatus(ctx, sbs[0].Id, false); err == nil {
-			p.sandboxIPs = networkIPs(st.GetStatus().GetNetwork())
+			p.sandboxIPs = pleg.SandboxIPs(st.GetStatus())
 		}
 	}
 	filter := &runtimeapi.ContainerFilter{PodSandboxId: sbs[0].Id}
@@ -207,20 +207,6 @@ func attemptsInLogDir(dir string) uint32 {
 		next = max(next, uint32(n)+1)
 	}
 	return next
-}
-
-// networkIPs are a sandbox's IPs, primary first.
-func networkIPs(n *runtimeapi.PodSandboxNetworkStatus) []string {
-	if n.GetIp() == "" {
-		return nil
-	}
-	ips := []string{n.Ip}
-	for _, ip := range n.AdditionalIps {
-		if ip.GetIp() != "" {
-			ips = append(ips, ip.Ip)
-		}
-	}
-	return ips
 }
 
 func newestFirst(a, b *runtimeapi.ContainerStatus) int {

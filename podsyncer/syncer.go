@@ -20,6 +20,7 @@ import (
 
 	"github.com/nodekit/nodekit/cgroups"
 	"github.com/nodekit/nodekit/kubetypes"
+	"github.com/nodekit/nodekit/pleg"
 	"github.com/nodekit/nodekit/podenv"
 	"github.com/nodekit/nodekit/podsyncer/images"
 	"github.com/nodekit/nodekit/podsyncer/podnet"
@@ -610,7 +611,7 @@ func (s *Syncer) containerConfig(ctx context.Context, pod *v1.Pod, sb *runtimeap
 	c *v1.Container, attempt uint32) (*runtimeapi.ContainerConfig, error) {
 	var podIPs []string
 	if st, err := s.rt.PodSandboxStatus(ctx, sb.Id, false); err == nil {
-		podIPs = sortPodIPs(networkIPs(st.GetStatus().GetNetwork()), s.hostIPs())
+		podIPs = sortPodIPs(pleg.SandboxIPs(st.GetStatus()), s.hostIPs())
 	}
 	ep := s.envPod(pod, podIPs)
 	ep.Static = kubetypes.IsStatic(pod)
