@@ -79,8 +79,11 @@
 //     pods send no user namespace option (the kubelet sends mode NODE,
 //     which runtimes treat alike). Without Config.UserNamespaces such a pod
 //     is refused loudly (FailedCreatePodSandBox) rather than run in the
-//     host's. The kubelet's started_user_namespaced_pods metrics are not
-//     kept.
+//     host's.
+//   - kubelet_pod_start_duration_seconds is observed where the kubelet
+//     observes it (a pod's first status, and Pending to Running), from the
+//     pod's config.seen annotation; a pod without one is not observed (the
+//     kubelet would record the time since the zero time).
 //   - Recursive read-only mounts follow the kubelet's rule against the
 //     runtime handler's feature (Config.RecursiveReadOnlyMounts), and every
 //     container status lists its volumeMounts (readOnly, recursiveReadOnly)

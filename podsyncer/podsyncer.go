@@ -164,7 +164,8 @@ type Config struct {
 	// Registerer receives the kubelet's start counters
 	// (kubelet_started_pods_total, _errors_total, the user-namespaced pods'
 	// and kubelet_started_containers_total{container_type},
-	// _errors_total{container_type,code}); nil: none.
+	// _errors_total{container_type,code}) and
+	// kubelet_pod_start_duration_seconds; nil: none.
 	Registerer prometheus.Registerer
 	// Cgroups keeps the pod cgroup tree; nil leaves cgroups to the
 	// runtime's defaults (no pod-level limits, no in-place resize of the
@@ -312,7 +313,7 @@ func New(cfg Config) (*Syncer, error) {
 		userns: cfg.UserNamespaces, usernsSupported: cfg.UserNamespacesSupported, metrics: m,
 		activePods: cfg.ActivePods, alloc: cfg.Allocation, initObserver: cfg.InitContainers}
 	s.status = &statusWriter{mgr: cfg.Status, clock: cfg.Clock, runtimeName: cfg.RuntimeName, backoff: backoff,
-		alloc: cfg.Allocation, hostIPs: s.hostIPs, probes: cfg.Probes, recursiveReadOnly: s.recursiveReadOnly}
+		alloc: cfg.Allocation, hostIPs: s.hostIPs, probes: cfg.Probes, recursiveReadOnly: s.recursiveReadOnly, metrics: m}
 	return s, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	criapi "k8s.io/cri-api/pkg/apis"
@@ -38,6 +39,9 @@ type ImagePullerConfig struct {
 	// Pulls, if set, is told when each pod's pulls start and end
 	// (images.Config.Pulls); podstartup.Tracker is one.
 	Pulls images.PullObserver
+	// Registerer receives kubelet_image_pull_duration_seconds
+	// (images.Config.Registerer); nil: none.
+	Registerer prometheus.Registerer
 }
 
 // ImagePuller pulls the images of a node's pods — containers' for the
@@ -60,7 +64,8 @@ func NewImagePuller(cfg ImagePullerConfig) (*ImagePuller, error) {
 	if cfg.PodLogsDir == "" {
 		cfg.PodLogsDir = DefaultPodLogsDir
 	}
-	p, err := images.New(images.Config{Images: cfg.Images, Clock: cfg.Clock, MaxParallelPulls: cfg.MaxParallelPulls, Pulls: cfg.Pulls})
+	p, err := images.New(images.Config{Images: cfg.Images, Clock: cfg.Clock, MaxParallelPulls: cfg.MaxParallelPulls, Pulls: cfg.Pulls,
+		Registerer: cfg.Registerer})
 	if err != nil {
 		return nil, fmt.Errorf("podsyncer: %w", err)
 	}

@@ -41,6 +41,7 @@ type statusWriter struct {
 	// recursiveReadOnly says whether a runtime handler makes read-only
 	// mounts recursive (the volumeMounts status); nil: none does.
 	recursiveReadOnly func(handler string) bool
+	metrics           *metrics
 
 	mu sync.Mutex
 	// startErrors holds why a container could not be created, by pod UID
@@ -89,6 +90,9 @@ func (w *statusWriter) write(ctx context.Context, pod *v1.Pod, rtp *podRuntime, 
 	if podstatus.IsTerminal(old.Phase) {
 		// Terminal phases are final, with the reason that made them so.
 		status.Phase, status.Reason, status.Message = old.Phase, old.Reason, old.Message
+	}
+	if !terminal && !podstatus.IsTerminal(status.Phase) {
+		w.metrics.observePodStart(pod, &old, ok, status.Phase, w.clock.Now())
 	}
 	w.mgr.SetPodStatus(pod, status)
 }

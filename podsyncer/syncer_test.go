@@ -34,6 +34,7 @@ import (
 
 	"github.com/nodekit/nodekit/allocation"
 	"github.com/nodekit/nodekit/crisim"
+	"github.com/nodekit/nodekit/kubetypes"
 	"github.com/nodekit/nodekit/pleg"
 	"github.com/nodekit/nodekit/podstatus"
 	"github.com/nodekit/nodekit/podsyncer"
@@ -2316,7 +2317,8 @@ kubelet_started_user_namespaced_pods_errors_total 1
 # HELP kubelet_started_user_namespaced_pods_total [ALPHA] Cumulative number of pods with user namespaces started. This metric will only be collected on Linux.
 # TYPE kubelet_started_user_namespaced_pods_total counter
 kubelet_started_user_namespaced_pods_total 1
-`)))
+`), "kubelet_started_containers_errors_total", "kubelet_started_containers_total", "kubelet_started_pods_errors_total",
+		"kubelet_started_pods_total", "kubelet_started_user_namespaced_pods_errors_total", "kubelet_started_user_namespaced_pods_total"))
 	h.mustSync(pod)
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP kubelet_started_user_namespaced_pods_total [ALPHA] Cumulative number of pods with user namespaces started. This metric will only be collected on Linux.
@@ -2326,4 +2328,48 @@ kubelet_started_user_namespaced_pods_total 1
 
 	_, err = podsyncer.New(h.cfg)
 	assert.Error(t, err, "registering twice on one registry is an error, not a panic")
+}
+
+// kubelet_pod_start_duration_seconds, as the kubelet records it: the time
+// since the pod's config.seen annotation at its first status and again
+// when it goes from Pending to Running; not for a pod without the
+// annotation, and not on later syncs.
+func TestSyncPodStartDuration(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	h := newHarness(t, func(cfg *podsyncer.Config, _ *harness) { cfg.Registerer = reg })
+	seen := h.clk.Now()
+	pod := newPod("timed", ctr("app", appV1))
+	pod.Spec.InitContainers = []v1.Container{ctr("init", initImg)}
+	pod.Annotations = map[string]string{kubetypes.ConfigFirstSeenAnnotationKey: seen.Format(time.RFC3339Nano)}
+	unseen := newPod("unseen", ctr("app", appV1))
+
+	h.clk.Step(1500 * time.Millisecond)
+	h.mustSync(pod) // first status: Pending, init container started
+	h.mustSync(unseen)
+	require.Equal(t, v1.PodPending, h.podStatus(pod).Phase)
+	h.exit(pod, "init", 0)
+	h.clk.Step(5 * time.Second)
+	h.mustSync(pod) // the app starts: Running
+	require.Equal(t, v1.PodRunning, h.podStatus(pod).Phase)
+	h.clk.Step(time.Minute)
+	h.mustSync(pod) // Running again: not observed
+
+	var b strings.Builder
+	b.WriteString(`
+# HELP kubelet_pod_start_duration_seconds [ALPHA] Duration in seconds from kubelet seeing a pod for the first time to the pod starting to run
+# TYPE kubelet_pod_start_duration_seconds histogram
+`)
+	for _, le := range []string{"0.5", "1", "2", "3", "4", "5", "6", "8", "10", "20", "30", "45", "60", "120", "180", "240",
+		"300", "360", "480", "600", "900", "1200", "1800", "2700", "3600", "+Inf"} {
+		n := 2
+		switch le {
+		case "0.5", "1":
+			n = 0
+		case "2", "3", "4", "5", "6":
+			n = 1
+		}
+		fmt.Fprintf(&b, "kubelet_pod_start_duration_seconds_bucket{le=%q} %d\n", le, n)
+	}
+	b.WriteString("kubelet_pod_start_duration_seconds_sum 8\nkubelet_pod_start_duration_seconds_count 2\n")
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(b.String()), "kubelet_pod_start_duration_seconds"))
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
@@ -59,6 +60,10 @@ type Config struct {
 	// present after all; podstartup.Tracker is one (the pod startup SLI
 	// leaves pulls out). It must not block.
 	Pulls PullObserver
+	// Registerer receives kubelet_image_pull_duration_seconds (nil: none):
+	// each successful pull's time, its wait for a pull slot included, by
+	// the pulled image's size as the runtime reports it.
+	Registerer prometheus.Registerer
 }
 
 // PullObserver is what Config.Pulls is told.
@@ -78,6 +83,8 @@ type Puller struct {
 	backoff *flowcontrol.Backoff
 	mu      sync.Mutex
 	lastErr map[string]string // the last failure of each key in back-off
+
+	pullDuration *prometheus.HistogramVec
 }
 
 // New validates cfg and returns a Puller.
@@ -88,7 +95,12 @@ func New(cfg Config) (*Puller, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	p := &Puller{cfg: cfg, backoff: flowcontrol.NewFakeBackOff(backoffInitial, backoffMax, cfg.Clock), lastErr: map[string]string{}}
+	h, err := newPullDuration(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("images: metrics: %w", err)
+	}
+	p := &Puller{cfg: cfg, backoff: flowcontrol.NewFakeBackOff(backoffInitial, backoffMax, cfg.Clock), lastErr: map[string]string{},
+		pullDuration: h}
 	switch n := cfg.MaxParallelPulls; {
 	case n == 0:
 		p.slots = make(chan struct{}, 1)
@@ -161,10 +173,12 @@ func (p *Puller) Ensure(ctx context.Context, r Request, event func(Event)) (stri
 		p.cfg.Pulls.ImagePullFinished(r.Pod.UID)
 	}
 	took := p.cfg.Clock.Since(start)
-	size := ""
+	size, bytes := "", uint64(0)
 	if st, err := p.cfg.Images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: ref}, false); err == nil && st.GetImage() != nil {
-		size = fmt.Sprintf(" Image size: %d bytes.", st.GetImage().GetSize())
+		bytes = st.GetImage().GetSize()
+		size = fmt.Sprintf(" Image size: %d bytes.", bytes)
 	}
+	p.pullDuration.WithLabelValues(sizeBucket(bytes)).Observe(took.Truncate(time.Millisecond).Seconds())
 	event(Event{v1.EventTypeNormal, "Pulled", fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting).%s",
 		c.Image, pulling.Round(time.Millisecond), took.Round(time.Millisecond), size)})
 	return ref, nil

@@ -26,6 +26,7 @@ import (
 	remote "k8s.io/cri-client/pkg"
 	"k8s.io/klog/v2"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/nodekit/nodekit/admission"
 	"github.com/nodekit/nodekit/allocation"
@@ -341,7 +342,7 @@ func (a *Agent) build(ctx context.Context) error {
 	}
 	puller, err := podsyncer.NewImagePuller(podsyncer.ImagePullerConfig{Images: a.images, Secrets: objs,
 		MaxParallelPulls: a.opts.MaxParallelImagePulls, PodLogsDir: a.opts.PodLogsDir, Recorder: a.recorder, Clock: a.opts.Clock,
-		Pulls: a.startup})
+		Pulls: a.startup, Registerer: a.registry})
 	if err != nil {
 		return err
 	}
@@ -387,6 +388,14 @@ func (a *Agent) build(ctx context.Context) error {
 	}
 	if err := a.buildEviction(); err != nil {
 		return err
+	}
+	// The kubelet's volume stats and container log families on /metrics.
+	volumeStats, err := stats.NewCollector(stats.CollectorConfig{Summary: a.summary, Context: ctx})
+	if err != nil {
+		return err
+	}
+	if err := a.registry.Register(volumeStats); err != nil {
+		return fmt.Errorf("agent: %w", err)
 	}
 	if err := a.buildAdmission(ctx); err != nil {
 		return err
@@ -542,12 +551,17 @@ func (a *Agent) buildEviction() error {
 }
 
 // podVolumes is what the volume manager measured of a pod's volumes, for
-// the eviction summary.
+// the summary (eviction, /stats/summary, kubelet_volume_stats_*).
 func (a *Agent) podVolumes(uid string) []stats.PodVolume {
 	var out []stats.PodVolume
 	for _, u := range a.volumes.Usage(types.UID(uid)) {
-		out = append(out, stats.PodVolume{Name: u.Name, UsedBytes: u.UsedBytes, InodesUsed: u.InodesUsed,
-			LocalEphemeral: u.LocalEphemeral, Time: u.Time})
+		v := stats.PodVolume{Name: u.Name, UsedBytes: u.UsedBytes, InodesUsed: u.InodesUsed,
+			CapacityBytes: u.CapacityBytes, AvailableBytes: u.AvailableBytes, Inodes: u.Inodes, InodesFree: u.InodesFree,
+			LocalEphemeral: u.LocalEphemeral, Time: u.Time}
+		if u.PVC != nil {
+			v.PVCRef = &statsapi.PVCReference{Namespace: u.PVC.Namespace, Name: u.PVC.Name}
+		}
+		out = append(out, v)
 	}
 	return out
 }
@@ -559,7 +573,7 @@ func (a *Agent) buildCgroups() error {
 	if a.sim != nil || a.opts.DisableCgroupsPerQOS {
 		return nil
 	}
-	cfg := cgroups.Config{Driver: a.opts.CgroupDriver, Root: a.opts.CgroupRoot, PodPIDsLimit: a.opts.PodPIDsLimit}
+	cfg := cgroups.Config{Driver: a.opts.CgroupDriver, Root: a.opts.CgroupRoot, PodPIDsLimit: a.opts.PodPIDsLimit, Clock: a.opts.Clock, Registerer: a.registry}
 	if a.opts.EnforceNodeAllocatable == EnforcePods {
 		machine, _ := a.machine()
 		info, err := machine()
