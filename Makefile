@@ -10,7 +10,7 @@ BUILDTAGS           ?= grpcnotrace
 # Every Go file tracked or not yet tracked, minus vendored or generated trees.
 GOFILES              = $(shell find . -name '*.go' -not -path './bin/*' -not -path './.git/*')
 
-.PHONY: help build test demo-check faults containerd-test demo bench bench-cluster conformance pins layering fmt-check vet staticcheck unit integration clean
+.PHONY: help build test demo-check faults containerd-test demo bench bench-cluster conformance consumers pins layering fmt-check vet staticcheck unit integration clean
 
 ## test: everything CI runs — pins, gofmt, go vet, staticcheck, race tests of
 ## the library and of the nested test module (real kube-apiserver), and
@@ -93,6 +93,14 @@ demo-check:
 ## FOCUS=regexp: a subset. See conformance/README.md.
 conformance:
 	@conformance/run.sh
+
+## consumers: metrics-server (kubectl top, a CPU HorizontalPodAutoscaler) and
+## Prometheus with kube-prometheus' kubelet job and the kubernetes-mixin
+## kubelet queries, against the upstream kubelet and then the reference agent
+## on the conformance cluster (root; conformance/ built once; ~15 minutes).
+## AGENTS="nodekit": one agent. See conformance/README.md.
+consumers:
+	@conformance/consumers.sh
 
 ## bench: every benchmark, with allocations.
 bench:

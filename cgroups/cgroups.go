@@ -15,9 +15,11 @@ import (
 	"syscall"
 
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // Drivers.
@@ -61,6 +63,13 @@ type Config struct {
 	// PodPIDsLimit, when positive, is every pod cgroup's pids.max (the
 	// kubelet's --pod-max-pids).
 	PodPIDsLimit int64
+	// Clock times the operations recorded in
+	// kubelet_cgroup_manager_duration_seconds. Default the real clock.
+	Clock clock.PassiveClock
+	// Registerer receives the kubelet's kubelet_cgroup_manager_duration_seconds
+	// and kubelet_cgroup_version (nil: no metrics). Registering them twice
+	// on one registry is an error from New.
+	Registerer prometheus.Registerer
 }
 
 // Manager keeps the pod cgroup tree. It is safe for concurrent use.
@@ -75,6 +84,8 @@ type Manager struct {
 	systemd bool
 	sd      SystemdConn
 	ownSD   bool
+
+	metrics *metrics // nil without Config.Registerer
 
 	mu        sync.Mutex
 	burstable uint64 // last burstable shares written
@@ -109,20 +120,37 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.PodPIDsLimit < 0 {
 		cfg.PodPIDsLimit = 0
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
 	m := &Manager{cfg: cfg, systemd: cfg.Driver == DriverSystemd, sd: cfg.Systemd}
 	for _, e := range strings.Split(strings.Trim(cfg.Root, "/"), "/") {
 		if e != "" {
 			m.root = append(m.root, e)
 		}
 	}
+	if err := m.findHierarchies(); err != nil {
+		return nil, err
+	}
+	var err error
+	if m.metrics, err = newMetrics(cfg.Registerer, m.v2); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// findHierarchies finds the unified hierarchy at the mount, or the v1
+// hierarchies under it.
+func (m *Manager) findHierarchies() error {
+	cfg := m.cfg
 	if _, err := os.Stat(filepath.Join(cfg.Mount, "cgroup.controllers")); err == nil {
 		m.v2, m.roots = true, []string{cfg.Mount}
 		m.plain = !isCgroupFS(cfg.Mount)
-		return m, nil
+		return nil
 	}
 	entries, err := os.ReadDir(cfg.Mount)
 	if err != nil {
-		return nil, fmt.Errorf("cgroups: %w", err)
+		return fmt.Errorf("cgroups: %w", err)
 	}
 	seen := map[string]bool{}
 	for _, e := range entries {
@@ -141,11 +169,11 @@ func New(cfg Config) (*Manager, error) {
 		m.roots = append(m.roots, real)
 	}
 	if len(m.roots) == 0 {
-		return nil, fmt.Errorf("cgroups: no cgroup hierarchy under %s", cfg.Mount)
+		return fmt.Errorf("cgroups: no cgroup hierarchy under %s", cfg.Mount)
 	}
 	sort.Strings(m.roots)
 	m.plain = !isCgroupFS(m.roots[0])
-	return m, nil
+	return nil
 }
 
 // V2 reports whether the host uses the unified hierarchy.
@@ -206,12 +234,12 @@ func (m *Manager) Setup(ctx context.Context) error {
 	if m.cfg.Allocatable != nil {
 		r = AllocatableResources(m.cfg.Allocatable)
 	}
-	if err := m.create(ctx, kp, r, m.cfg.Allocatable != nil); err != nil {
+	if err := m.ensure(ctx, kp, r, m.cfg.Allocatable != nil); err != nil {
 		return err
 	}
 	for _, q := range []v1.PodQOSClass{v1.PodQOSBurstable, v1.PodQOSBestEffort} {
 		// QoS tiers are never capped in memory or huge pages.
-		if err := m.create(ctx, m.qosElems(q), Resources{CPUShares: MinShares, CPUQuota: -1, Memory: -1}, false); err != nil {
+		if err := m.ensure(ctx, m.qosElems(q), Resources{CPUShares: MinShares, CPUQuota: -1, Memory: -1}, false); err != nil {
 			return err
 		}
 	}
@@ -219,10 +247,28 @@ func (m *Manager) Setup(ctx context.Context) error {
 	return nil
 }
 
+// ensure creates the cgroup elems with r, timed as a create, or writes r
+// to it when it exists, timed as an update (the kubelet's QoS tiers at
+// start).
+func (m *Manager) ensure(ctx context.Context, elems []string, r Resources, limitHuge bool) error {
+	op := opUpdate
+	if !m.exists(elems) {
+		op = opCreate
+	}
+	defer m.timed(op, m.cfg.Clock.Now())
+	return m.create(ctx, elems, r, limitHuge)
+}
+
+// exists reports whether the cgroup elems exists (in the first
+// hierarchy).
+func (m *Manager) exists(elems []string) bool {
+	_, err := os.Stat(m.dir(m.roots[0], elems))
+	return err == nil
+}
+
 // PodExists reports whether the pod's cgroup exists.
 func (m *Manager) PodExists(pod *v1.Pod) bool {
-	_, err := os.Stat(m.dir(m.roots[0], m.podElems(pod)))
-	return err == nil
+	return m.exists(m.podElems(pod))
 }
 
 // EnsurePod creates the pod's cgroup sized by PodResources if it does not
@@ -233,7 +279,10 @@ func (m *Manager) EnsurePod(ctx context.Context, pod *v1.Pod) error {
 	}
 	r := PodResources(pod)
 	r.PIDs = m.cfg.PodPIDsLimit
-	if err := m.create(ctx, m.podElems(pod), r, true); err != nil {
+	start := m.cfg.Clock.Now()
+	err := m.create(ctx, m.podElems(pod), r, true)
+	m.timed(opCreate, start)
+	if err != nil {
 		return fmt.Errorf("pod cgroup %s: %w", m.PodCgroup(pod), err)
 	}
 	klog.FromContext(ctx).V(3).Info("Created pod cgroup", "pod", klog.KObj(pod), "cgroup", m.PodCgroup(pod))
@@ -243,6 +292,7 @@ func (m *Manager) EnsurePod(ctx context.Context, pod *v1.Pod) error {
 // UpdatePod writes r to the pod's existing cgroup, only the fields that
 // are set (CPUShares > 0, CPUQuota != 0, Memory != 0).
 func (m *Manager) UpdatePod(ctx context.Context, pod *v1.Pod, r Resources) error {
+	defer m.timed(opUpdate, m.cfg.Clock.Now())
 	return m.write(ctx, m.podElems(pod), r, false)
 }
 
@@ -336,7 +386,10 @@ func (m *Manager) UpdateQoS(ctx context.Context, pods []*v1.Pod) error {
 	if shares == m.burstable {
 		return nil
 	}
-	if err := m.write(ctx, m.qosElems(v1.PodQOSBurstable), Resources{CPUShares: shares}, false); err != nil {
+	start := m.cfg.Clock.Now()
+	err := m.write(ctx, m.qosElems(v1.PodQOSBurstable), Resources{CPUShares: shares}, false)
+	m.timed(opUpdate, start)
+	if err != nil {
 		return err
 	}
 	m.burstable = shares
@@ -402,6 +455,8 @@ func (m *Manager) Destroy(ctx context.Context, cgroup string) error {
 	if len(errs) > 0 {
 		return fmt.Errorf("pod cgroup %s: %w", cgroup, errors.Join(errs...))
 	}
+	// Timed as the kubelet's: the removal, not the killing before it.
+	defer m.timed(opDestroy, m.cfg.Clock.Now())
 	if m.systemd && m.sd != nil {
 		if err := m.stopSlice(ctx, elems); err != nil {
 			return fmt.Errorf("pod cgroup %s: %w", cgroup, err)

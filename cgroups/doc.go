@@ -30,10 +30,29 @@
 //     leaves device rules, cpusets per pod and freezing out as the kubelet
 //     does (SkipDevices, SkipFreezeOnSet).
 //   - The systemd driver takes only "/" as the cgroup root.
+//   - Fewer "update" samples of kubelet_cgroup_manager_duration_seconds:
+//     the kubelet writes both QoS tiers on every pod sync and every
+//     minute, and at start updates kubepods again after creating it (node
+//     allocatable enforcement); UpdateQoS writes, and times, only the
+//     burstable tier and only when its shares change, and Setup times one
+//     operation per cgroup. kubelet_cgroup_version is set by New, not when
+//     the agent starts running.
 //
 // The Manager writes only what it is asked to: EnsurePod on first sync,
 // UpdatePod on an in-place resize, UpdateQoS whenever the set of pods
 // changes (the burstable tier's CPU shares follow the burstable pods'
 // requests), Destroy when a pod is gone (its remaining processes killed
 // first). PodResources is the pure computation behind them.
+//
+// # Metrics
+//
+// With Config.Registerer the Manager records the kubelet's
+// kubelet_cgroup_manager_duration_seconds{operation_type} (default
+// buckets), timed on Config.Clock, failures included: "create" when Setup
+// or EnsurePod makes a cgroup, "update" when Setup finds one already there
+// and for UpdatePod and an UpdateQoS that writes, "destroy" for Destroy's
+// removal of a cgroup (after its processes are killed, which the kubelet
+// does not time either). kubelet_cgroup_version is the host's cgroup
+// version, 1 or 2. Registering them twice on one registry is an error
+// from New.
 package cgroups

@@ -61,6 +61,24 @@ start_bg() {
   log "started $name pid $! (log $LOGS/$name.log)"
 }
 
+# stop_bg NAME [TIMEOUT_S] — SIGTERM the process group started by start_bg, SIGKILL after TIMEOUT_S
+stop_bg() {
+  local name=$1 timeout=${2:-20} pid
+  [ -f "$RUN/$name.pid" ] || return 0
+  pid=$(cat "$RUN/$name.pid")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null
+    local i=0
+    while kill -0 "$pid" 2>/dev/null && [ $i -lt $((timeout * 10)) ]; do sleep 0.1; i=$((i + 1)); done
+    if kill -0 "$pid" 2>/dev/null; then
+      log "$name (pid $pid) did not stop in ${timeout}s: SIGKILL"
+      kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null
+    fi
+    log "stopped $name (pid $pid)"
+  fi
+  rm -f "$RUN/$name.pid"
+}
+
 # wait_for DESC TIMEOUT_S CMD... — poll CMD every 0.5 s
 wait_for() {
   local desc=$1 timeout=$2; shift 2
@@ -76,3 +94,22 @@ wait_for() {
 
 kctl() { "$BIN/kubectl" --kubeconfig "$ADMIN_KUBECONFIG" "$@"; }
 ctr_() { "$BIN/ctr" --address "$CRI_SOCKET" -n k8s.io "$@" 2>>"$LOGS/ctr.log"; }
+
+# select_agent AGENT — the node agent up.sh starts: "kubelet" (the upstream kubelet, built by
+# build.sh) or "nodekit" (the reference agent, built here from ../examples/kubelet into
+# $BIN/nodekit-agent and started with the kubelet's flags through NODE_AGENT_CMD).
+select_agent() {
+  case $1 in
+  kubelet) unset NODE_AGENT_CMD ;;
+  nodekit)
+    log "building the reference agent"
+    (cd "$(dirname "${BASH_SOURCE[0]}")/.." && go build -tags grpcnotrace -o "$BIN/nodekit-agent" ./examples/kubelet)
+    local cmd='exec "$BIN/nodekit-agent" --config "$KUBELET_CONFIG" --kubeconfig "$NODE_KUBECONFIG"'
+    cmd+=' --node-name "$NODE_NAME" --node-ip "$NODE_IP" --root-dir "$KUBELET_ROOT_DIR" --cert-dir "$CERT_DIR" --v=2'
+    if [ "$JOIN" = 1 ]; then
+      cmd+=' --bootstrap-kubeconfig "$BOOTSTRAP_KUBECONFIG" --node-labels minicluster.nodekit.io/joined=true'
+    fi
+    export NODE_AGENT_CMD=$cmd ;;
+  *) die "AGENT=$1: want nodekit or kubelet" ;;
+  esac
+}

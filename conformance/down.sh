@@ -9,39 +9,23 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/common.sh"
 PURGE=${1:-}
 
-# stop NAME [TIMEOUT_S] — SIGTERM the process group started by start_bg, SIGKILL after TIMEOUT_S
-stop() {
-  local name=$1 timeout=${2:-20} pid
-  [ -f "$RUN/$name.pid" ] || return 0
-  pid=$(cat "$RUN/$name.pid")
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null
-    local i=0
-    while kill -0 "$pid" 2>/dev/null && [ $i -lt $((timeout * 10)) ]; do sleep 0.1; i=$((i + 1)); done
-    if kill -0 "$pid" 2>/dev/null; then
-      log "$name (pid $pid) did not stop in ${timeout}s: SIGKILL"
-      kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null
-    fi
-    log "stopped $name (pid $pid)"
-  fi
-  rm -f "$RUN/$name.pid"
-}
-
 # 1. the node agent first, so it does not restart what we remove
-stop node-agent 30
-stop csi-hostdir
-stop csr-approver
+stop_bg prometheus
+stop_bg metrics-server
+stop_bg node-agent 30
+stop_bg csi-hostdir
+stop_bg csr-approver
 # 2. every pod sandbox and container, through CRI (tears down CNI + netns)
 if [ -f "$RUN/containerd.pid" ] && kill -0 "$(cat "$RUN/containerd.pid")" 2>/dev/null && [ -x "$BIN/cri" ]; then
   "$BIN/cri" -endpoint "$CRI_ENDPOINT" rmall || log "cri rmall reported failures"
 fi
 # 3. control plane and containerd
-stop kube-scheduler
-stop kube-controller-manager
-stop kube-apiserver
-stop etcd
-stop containerd
-stop registry
+stop_bg kube-scheduler
+stop_bg kube-controller-manager
+stop_bg kube-apiserver
+stop_bg etcd
+stop_bg containerd
+stop_bg registry
 # 4. shims of *this* containerd that survived (they run in their own session):
 #    match on our binary path and our socket address only
 for p in $(pgrep -f "^$BIN/containerd-shim-runc-v2 .*-address $CRI_SOCKET" 2>/dev/null); do

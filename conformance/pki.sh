@@ -44,6 +44,8 @@ cert controller-manager "/CN=system:kube-controller-manager" clientAuth
 cert scheduler "/CN=system:kube-scheduler" clientAuth
 cert node "/O=system:nodes/CN=system:node:$NODE_NAME" clientAuth
 cert kubelet-serving "/CN=$NODE_NAME" serverAuth "DNS:$NODE_NAME,DNS:localhost,IP:$NODE_IP,IP:127.0.0.1"
+# the API server's client certificate toward aggregated API servers (consumers.sh: metrics-server)
+cert front-proxy-client "/CN=front-proxy-client" clientAuth
 
 # kubeconfig FILE USER CERTNAME
 kubeconfig() {

@@ -77,19 +77,7 @@ if [ ! -x "$BIN/e2e.test" ] || [ ! -x "$BIN/kubelet" ]; then
   "$HERE/build.sh"
 fi
 [ -d "$STATE/registry" ] || "$HERE/images.sh" build
-case $AGENT in
-kubelet) unset NODE_AGENT_CMD ;;
-nodekit)
-  log "building the reference agent"
-  (cd "$HERE/.." && go build -tags grpcnotrace -o "$BIN/nodekit-agent" ./examples/kubelet)
-  cmd='exec "$BIN/nodekit-agent" --config "$KUBELET_CONFIG" --kubeconfig "$NODE_KUBECONFIG"'
-  cmd+=' --node-name "$NODE_NAME" --node-ip "$NODE_IP" --root-dir "$KUBELET_ROOT_DIR" --cert-dir "$CERT_DIR" --v=2'
-  if [ "$JOIN" = 1 ]; then
-    cmd+=' --bootstrap-kubeconfig "$BOOTSTRAP_KUBECONFIG" --node-labels minicluster.nodekit.io/joined=true'
-  fi
-  export NODE_AGENT_CMD=$cmd ;;
-*) die "AGENT=$AGENT: want nodekit or kubelet" ;;
-esac
+select_agent "$AGENT"
 if [ "${CSI_DRIVER:-0}" = 1 ]; then
   log "building the harness's CSI driver"
   (cd "$HERE/.." && go build -o "$BIN/csi-hostdir" ./examples/csi-hostdir)

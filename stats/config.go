@@ -10,6 +10,7 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
 )
 
@@ -45,14 +46,30 @@ type PodStatsLister interface {
 	ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error)
 }
 
-// PodVolume is the usage of one volume of a pod.
+// PodVolume is the usage of one volume of a pod (volumes.VolumeUsage has
+// the same fields).
 type PodVolume struct {
 	// Name is the volume's name in the pod spec.
 	Name string
 	// UsedBytes and InodesUsed are what the volume holds.
 	UsedBytes, InodesUsed uint64
+	// CapacityBytes, AvailableBytes, Inodes and InodesFree describe the
+	// filesystem the volume is on, as the kubelet reports them for every
+	// volume. A zero CapacityBytes means they are not known: the summary
+	// leaves all four out.
+	CapacityBytes, AvailableBytes, Inodes, InodesFree uint64
+	// PVCRef is the claim of a persistentVolumeClaim or generic ephemeral
+	// volume; nil for the others. The kubelet_volume_stats_* families
+	// report the volumes that have one.
+	PVCRef *statsapi.PVCReference
+	// Abnormal is the volume's health as its CSI driver reports it
+	// (NodeGetVolumeStats' volume condition): the summary's
+	// VolumeHealthStats and kubelet_volume_stats_health_status_abnormal.
+	// nil: not known.
+	Abnormal *bool
 	// LocalEphemeral: counted in the pod's local ephemeral storage
-	// (the kubelet's rule: a disk-backed emptyDir or a configMap).
+	// (the kubelet's rule: a disk-backed emptyDir or a configMap; never a
+	// claim's volume).
 	LocalEphemeral bool
 	// Time is when the usage was measured.
 	Time time.Time

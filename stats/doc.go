@@ -29,6 +29,22 @@
 // [Provider.Get] reads all of it; [Provider.GetCPUAndMemoryStats] only the
 // CPU, memory and swap figures, which is what /metrics/resource needs.
 //
+// A pod's volumes are what Config.PodVolumes reports ([PodVolume]): used
+// bytes and inodes, the figures of the filesystem the volume is on, the
+// claim (PVCRef) of a persistentVolumeClaim or generic ephemeral volume,
+// and its health when known. A claim's volume is never local ephemeral
+// storage.
+//
+// A [Collector] ([NewCollector]) serves on a host's /metrics what the
+// kubelet's volume stats and log metrics collectors serve, from any
+// [SummaryProvider] (a Provider, or a provider's summary on a virtual
+// node): kubelet_volume_stats_capacity_bytes, _available_bytes,
+// _used_bytes, _inodes, _inodes_free, _inodes_used and
+// _health_status_abnormal {namespace, persistentvolumeclaim} for each claim
+// mounted by a pod, once per claim, and
+// kubelet_container_log_filesystem_used_bytes {uid, namespace, pod,
+// container}, with upstream's help texts ("[ALPHA] …").
+//
 // usageNanoCores is the runtime's when it reports one; otherwise it is the
 // increase of the cumulative counter (CRI usage_core_nano_seconds, cgroup
 // CPU time) over the previous sample of the same container, sandbox or
@@ -52,6 +68,8 @@
 //  3. Hand the Provider to eviction.Config.Summary and
 //     kubeletapi.Config.Summary; both accept it as is. There is nothing to
 //     run or stop.
+//  4. Register a Collector over it on the registry served at /metrics,
+//     with a Context that lives as long as the host.
 //
 // In code:
 //
@@ -70,6 +88,8 @@
 //	}
 //	evict, err := eviction.New(eviction.Config{Summary: p, ...})
 //	api, err := kubeletapi.New(kubeletapi.Config{Summary: p, ...})
+//	c, err := stats.NewCollector(stats.CollectorConfig{Summary: p, Context: ctx})
+//	registry.MustRegister(c)
 //
 // This package imports no other nodekit block; statstest has a fake
 // runtime.
@@ -115,6 +135,17 @@
 //     of the configured container and node filesystems (statfs), not of the
 //     device cadvisor finds for the runtime's filesystem ID. The pod's
 //     /etc/hosts file is not counted in its ephemeral storage.
+//   - A volume's filesystem figures (capacity, available, inodes, inodes
+//     free) are left out when the host does not know them (upstream reports
+//     zeros). Volumes are listed in the order PodVolumes gives (upstream:
+//     local ephemeral ones first).
+//   - The Collector reads one summary per scrape for all eight families
+//     (upstream's two collectors read the pod stats once each), so the
+//     logs and volumes it reports are of one moment; a figure the summary
+//     lacks is left out rather than dereferenced. Like upstream's, it waits
+//     for the summary in the scraping goroutine with no deadline of its
+//     own: CollectorConfig.Context, the Provider's CRI calls and
+//     volumes.Manager's bounded statfs keep it from hanging.
 //   - Not reported: PSI and IO stats, accelerators, user-defined metrics,
 //     per-container process counts (the sandbox's count is), Windows.
 package stats

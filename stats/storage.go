@@ -27,10 +27,9 @@ func (p *Provider) podStorage(ps *statsapi.PodStats, nodeFs *statsapi.FsStats, n
 	var ephemeral []statsapi.VolumeStats
 	if p.cfg.PodVolumes != nil {
 		for _, v := range p.cfg.PodVolumes(ref.UID) {
-			vs := statsapi.VolumeStats{Name: v.Name, FsStats: statsapi.FsStats{Time: metav1.NewTime(v.Time),
-				UsedBytes: ptr.To(v.UsedBytes), InodesUsed: ptr.To(v.InodesUsed)}}
+			vs := volumeStats(v)
 			ps.VolumeStats = append(ps.VolumeStats, vs)
-			if v.LocalEphemeral {
+			if v.LocalEphemeral && v.PVCRef == nil {
 				ephemeral = append(ephemeral, vs)
 			}
 		}
@@ -48,6 +47,23 @@ func (p *Provider) podStorage(ps *statsapi.PodStats, nodeFs *statsapi.FsStats, n
 		inodes += *v.InodesUsed
 	}
 	ps.EphemeralStorage = withCapacity(&statsapi.FsStats{Time: now, UsedBytes: &used, InodesUsed: &inodes}, nodeFs)
+}
+
+// volumeStats is the summary's entry of a pod's volume.
+func volumeStats(v PodVolume) statsapi.VolumeStats {
+	vs := statsapi.VolumeStats{Name: v.Name, FsStats: statsapi.FsStats{Time: metav1.NewTime(v.Time),
+		UsedBytes: ptr.To(v.UsedBytes), InodesUsed: ptr.To(v.InodesUsed)}}
+	if v.CapacityBytes != 0 {
+		vs.CapacityBytes, vs.AvailableBytes = ptr.To(v.CapacityBytes), ptr.To(v.AvailableBytes)
+		vs.Inodes, vs.InodesFree = ptr.To(v.Inodes), ptr.To(v.InodesFree)
+	}
+	if v.PVCRef != nil {
+		vs.PVCRef = &statsapi.PVCReference{Name: v.PVCRef.Name, Namespace: v.PVCRef.Namespace}
+	}
+	if v.Abnormal != nil {
+		vs.VolumeHealthStats = &statsapi.VolumeHealthStats{Abnormal: *v.Abnormal}
+	}
+	return vs
 }
 
 // withCapacity copies fs's capacity and availability figures into s.

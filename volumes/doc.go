@@ -51,11 +51,18 @@
 // podCertificate projections) fails to mount with a message that says
 // so.
 //
-// Usage measures a pod's volumes in its directory (a du walk within each
-// volume's filesystem, served for a minute, the kubelet's volume stats
-// period): the volume stats of a node's stats summary and what the
+// Usage measures a pod's volumes, served for a minute (the kubelet's
+// volume stats period): the volume stats of a node's stats summary (and so
+// the kubelet_volume_stats_* families stats.Collector serves), and what the
 // eviction manager enforces emptyDir sizeLimit and ephemeral-storage
-// limits against.
+// limits against. The volumes in the pod's directory are measured by a du
+// walk within each volume's filesystem, with that filesystem's statfs
+// figures, as the kubelet's MetricsDu; the persistent volumes
+// (persistentVolumeClaim and generic ephemeral volumes) by the statfs
+// figures of the filesystem at their mount (a local volume's path, a CSI
+// volume's publish path, a host plugin's mount), as the kubelet's
+// MetricsStatFS, with their claim. hostPath volumes, inline or
+// PersistentVolumes, have no statistics, as on the kubelet.
 //
 // The files are laid out as on the kubelet
 // (<root>/pods/<uid>/volumes/kubernetes.io~<plugin>/<name>), with its
@@ -129,4 +136,18 @@
 // once the pod is terminated); volumes removed with their pod's directory
 // are not timed one by one (no volume_unmount for them); a claim's first
 // volume_mount includes reading the claim and its volume.
+//
+// Usage measures in the caller's goroutine when its last measurement is
+// older than the period (the kubelet: a goroutine per pod, on its own
+// jittered period), so the first caller after the period waits for the du
+// walks; a persistent volume's statfs is waited for at most UsageTimeout
+// (5s), after which that volume is left out until the pending call
+// returns (the kubelet's statfs has no bound, but runs in the
+// background). A CSI volume is measured by statfs of its publish path,
+// not through its driver's NodeGetVolumeStats: every driver's volumes are
+// reported (upstream: only those of drivers with GET_VOLUME_STATS), with
+// the figures the mounted filesystem gives rather than the driver's, and
+// without the volume's health (VOLUME_CONDITION), so there is no
+// VolumeConditionAbnormal event. Usage is of the volumes set up since the
+// Manager started.
 package volumes

@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/nodekit/nodekit/volumes"
 )
@@ -91,4 +92,43 @@ func ExamplePlugin() {
 	rel, _ := filepath.Rel(root, mounts[0].HostPath)
 	fmt.Println(mounts[0].ContainerPath, "<-", rel)
 	// Output: /var/lib/db <- claims/db-data
+}
+
+// Usage reports each volume of a pod: an emptyDir by what it holds, a
+// claim's volume (here a local PersistentVolume) by its filesystem, with
+// the claim, as the kubelet's volume stats (and so
+// kubelet_volume_stats_*) report them.
+func ExampleManager_Usage() {
+	root, _ := os.MkdirTemp("", "volumes-usage-")
+	defer os.RemoveAll(root)
+	disk := filepath.Join(root, "disk1") // a local volume's path on the node
+	_ = os.Mkdir(disk, 0o750)
+	claim := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-db-0", Namespace: "shop", UID: "c1"},
+		Spec: v1.PersistentVolumeClaimSpec{VolumeName: "local-pv"}, Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound}}
+	pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "local-pv"}, Spec: v1.PersistentVolumeSpec{
+		PersistentVolumeSource: v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: disk}},
+		ClaimRef:               &v1.ObjectReference{Namespace: "shop", Name: "data-db-0", UID: "c1"}}}
+	m, err := volumes.New(volumes.Config{RootDir: filepath.Join(root, "kubelet"), Mounter: volumes.DirOnly,
+		Client: fake.NewClientset(claim, pv)})
+	if err != nil {
+		panic(err)
+	}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-0", Namespace: "shop", UID: "9f1e"},
+		Spec: v1.PodSpec{
+			Volumes: []v1.Volume{
+				{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data-db-0"}}},
+				{Name: "tmp", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+			},
+			Containers: []v1.Container{{Name: "db", VolumeMounts: []v1.VolumeMount{
+				{Name: "data", MountPath: "/var/lib/db"}, {Name: "tmp", MountPath: "/tmp"}}}},
+		}}
+	if err := m.SetUpPod(context.Background(), pod); err != nil {
+		panic(err)
+	}
+	for _, u := range m.Usage(pod.UID) {
+		fmt.Printf("%s: claim %v, filesystem known %v, local ephemeral %v\n", u.Name, u.PVC, u.CapacityBytes > 0, u.LocalEphemeral)
+	}
+	// Output:
+	// data: claim shop/data-db-0, filesystem known true, local ephemeral false
+	// tmp: claim <nil>, filesystem known true, local ephemeral true
 }

@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/nodekit/nodekit/internal/diskusage"
 )
 
 // ErrInvalidConfig wraps every error New returns for a bad Config.
@@ -66,6 +68,9 @@ type Config struct {
 	// UsagePeriod is how long Usage serves a pod's last measurement;
 	// default DefaultUsagePeriod.
 	UsagePeriod time.Duration
+	// UsageTimeout is how long Usage waits for a persistent volume's
+	// filesystem to answer statfs, on Clock; default DefaultUsageTimeout.
+	UsageTimeout time.Duration
 	// Registerer receives the kubelet's volume manager metrics (see the
 	// package doc); nil: none. A registry that has them already is
 	// refused by New.
@@ -100,6 +105,14 @@ type Manager struct {
 	// usage their last measurement (Usage).
 	volumesOf map[types.UID][]v1.Volume
 	usage     map[types.UID]usageCache
+	// claims holds, by pod and volume name, the claim of each
+	// persistentVolumeClaim or generic ephemeral volume mounted, and where
+	// its filesystem is (Usage).
+	claims map[types.UID]map[string]claimMount
+	// statfsPending holds the paths whose statfs has not returned yet;
+	// statfs is diskusage.Statfs (a test's hanging one).
+	statfsPending map[string]bool
+	statfs        func(path string) (diskusage.Fs, error)
 	// inUse holds the device-mounted volumes of each pod the Manager
 	// mounts itself (local PersistentVolumes), by unique name.
 	inUse map[types.UID][]v1.UniqueVolumeName
@@ -182,10 +195,17 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.UsagePeriod == 0 {
 		cfg.UsagePeriod = DefaultUsagePeriod
 	}
+	if cfg.UsageTimeout < 0 {
+		return nil, fmt.Errorf("%w: UsageTimeout %v is negative", ErrInvalidConfig, cfg.UsageTimeout)
+	}
+	if cfg.UsageTimeout == 0 {
+		cfg.UsageTimeout = DefaultUsageTimeout
+	}
 	m := &Manager{cfg: cfg, ready: map[types.UID]map[string]bool{}, mounts: map[types.UID]map[string]Mount{},
 		volumesOf: map[types.UID][]v1.Volume{}, usage: map[types.UID]usageCache{}, inUse: map[types.UID][]v1.UniqueVolumeName{}, rwop: map[string]types.UID{},
 		retry: flowcontrol.NewFakeBackOff(mountRetryInitial, mountRetryMax, cfg.Clock), tokens: newTokenCache(cfg.Client, cfg.Clock),
-		pluginNames: map[types.UID]map[string]string{}}
+		pluginNames: map[types.UID]map[string]string{}, claims: map[types.UID]map[string]claimMount{},
+		statfsPending: map[string]bool{}, statfs: diskusage.Statfs}
 	m.plugins = append(append([]Plugin(nil), cfg.Plugins...), m.builtins()...)
 	if m.metrics, err = newMetrics(cfg.Registerer, m); err != nil {
 		return nil, err
@@ -600,6 +620,7 @@ func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
 	delete(m.mounts, uid)
 	delete(m.volumesOf, uid)
 	delete(m.usage, uid)
+	delete(m.claims, uid)
 	delete(m.inUse, uid)
 	delete(m.pluginNames, uid)
 	for pv, owner := range m.rwop {

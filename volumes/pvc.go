@@ -55,6 +55,7 @@ func (p pvcPlugin) SetUp(ctx context.Context, v Volume) (Mount, error) {
 	mnt, err := p.mount(ctx, v, pv, readOnly)
 	if err == nil {
 		p.m.mountedPV(pv, v.Pod.UID)
+		p.m.mountedClaim(v.Pod, v.Spec.Name, claim, pv, mnt)
 	}
 	return mnt, err
 }

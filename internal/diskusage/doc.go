@@ -1,3 +1,4 @@
 // Package diskusage measures what a directory holds on disk, as du does,
-// for the blocks that report volume and log usage (volumes, eviction).
+// and the filesystem it is on, as statfs does, for the blocks that report
+// volume and log usage (volumes, stats).
 package diskusage

@@ -100,7 +100,8 @@
 // the attach/detach controller's volumesAttached is read from the API
 // server rather than from a node informer. requiresRepublish is not
 // honoured (a volume is published once per pod), volume stats
-// (NodeGetVolumeStats), expansion (NodeExpandVolume) and SELinux mount
+// (NodeGetVolumeStats: volumes.Manager.Usage reads the statfs figures of
+// the publish path instead), expansion (NodeExpandVolume) and SELinux mount
 // contexts are not implemented, nor in-tree plugin migration (the CSINode
 // has no migrated-plugins annotation). A restarted agent stages again a
 // volume already staged (NodeStageVolume is idempotent by the spec).
