@@ -40,6 +40,7 @@ func TestSubresources(t *testing.T) {
 		{"/metrics", []string{"metrics"}},
 		{"/metrics/resource", []string{"metrics"}},
 		{"/metrics/probes", []string{"metrics"}},
+		{"/metrics/slis", []string{"metrics"}},
 		{"/metricsx", []string{"proxy"}},
 		{"/logs/", []string{"log"}},
 		{"/logs/kubelet.log", []string{"log"}},

@@ -109,7 +109,8 @@ type Config struct {
 	// Auth configures the kubelet's authentication and authorization.
 	Auth AuthConfig
 	// Clock drives the review caches' expiry, the reviews' timeouts and
-	// their retries; default the real clock.
+	// their retries, and times requests for
+	// kubelet_http_requests_duration_seconds; default the real clock.
 	Clock clock.WithTicker
 	// Authenticator, if set, replaces the authenticator built from Auth.
 	Authenticator authenticator.Request
@@ -141,8 +142,9 @@ type Config struct {
 	// /metrics/resource). It returns nil, nil for a node it does not serve
 	// (404). nil: those paths are not served.
 	NodeSummary func(ctx context.Context, node string) (*statsapi.Summary, error)
-	// HealthChecks are added to /healthz after ping and log (e.g.
-	// syncloop, pleg).
+	// HealthChecks are added to /healthz after ping (e.g. syncloop,
+	// pleg). Each /healthz request records the result of every check it
+	// runs on /metrics/slis.
 	HealthChecks []HealthCheck
 	// Metrics is served at /metrics (the host's registry). nil: not served.
 	Metrics prometheus.Gatherer
@@ -181,9 +183,11 @@ type Config struct {
 	// Defaults 4h, the kubelet's. Request headers must arrive within 30s.
 	ReadTimeout, WriteTimeout time.Duration
 
-	// Registerer receives the server's request metrics (nil: none). Names
-	// follow the kubelet's kubelet_http_requests_total and
-	// kubelet_http_inflight_requests.
+	// Registerer receives the server's request metrics (nil: none), the
+	// kubelet's kubelet_http_requests_total, kubelet_http_inflight_requests
+	// and kubelet_http_requests_duration_seconds (timed on Clock).
+	// Registering them twice on one registry is an ErrInvalidConfig from
+	// New.
 	Registerer prometheus.Registerer
 }
 

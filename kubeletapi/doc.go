@@ -21,6 +21,8 @@
 //	                                             names, machine)
 //	/metrics, /metrics/probes                     prometheus.Gatherer
 //	/healthz, /healthz/{check}                    HealthCheck
+//	/metrics/slis                                 the results of /healthz's checks (the
+//	                                             Server's own registry; DELETE resets)
 //	/configz                                      Config.Configz
 //	/logs/, /logs/?query=<service or file>        Config.NodeLogDir; with NodeLogQuery a
 //	                                             Journal (journalctl through a CommandRunner)
@@ -97,6 +99,38 @@
 //	}
 //	go srv.Run(ctx)
 //
+// # Metrics
+//
+// With Config.Registerer the Server records the kubelet's request
+// families for the authenticated port (server_type="readwrite", also
+// through Handler) and the read-only port ("readonly"):
+// kubelet_http_requests_total, kubelet_http_inflight_requests and
+// kubelet_http_requests_duration_seconds (default buckets, timed on
+// Config.Clock from the request's arrival to its handler's return),
+// labelled as the kubelet labels them: method (OPTIONS, GET, HEAD, POST,
+// PUT, DELETE, TRACE, CONNECT, else "other"), path (the first path
+// segment, "metrics/<x>" under /metrics/, "other" for one the kubelet's
+// server of that type does not register), server_type and long_running
+// (exec, attach, portForward, debug). The plain-HTTP /healthz listener is
+// not counted, as the kubelet's is not.
+// Registering them twice on one registry is an ErrInvalidConfig from New.
+//
+// /metrics/slis is served on both ports, from a registry each Server
+// has of its own (not Config.Registerer), as the kubelet serves
+// component-base's slis registry: kubernetes_healthcheck{name,type}
+// (1 if the check passed when /healthz last ran it, else 0) and
+// kubernetes_healthchecks_total{name,type,status} ("success", "error"),
+// both [STABLE], recorded each time a /healthz of the Server (either
+// port, and the plain healthz listener) runs its checks: type "healthz",
+// name "ping" and the names of Config.HealthChecks; an excluded check
+// and /healthz/<name> record nothing. With them
+// process_start_time_seconds, read as component-base reads it (procfs;
+// where it cannot be read, Config.Clock's time when New ran, and Run
+// logs why). A DELETE of /metrics/slis (authorized as delete on
+// nodes/metrics) clears the health check series and answers
+// "metrics reset". Requests for it are counted with path="other", as the
+// kubelet registers no bucket for it.
+//
 // # Differences from upstream (k8s.io/kubernetes/pkg/kubelet/server)
 //
 //   - No globals: metrics go to Config.Registerer, healthz is written here
@@ -106,9 +140,24 @@
 //     handler: Run leaves no goroutine behind. Request contexts end with
 //     Run's context, so follows and in-process sessions stop with it.
 //   - WebSocket clients reach the runtime unchanged through the
-//     upgrade-aware proxy; the kubelet's optional v5 WebSocket-to-SPDY
-//     translation (ExtendWebSocketsToKubelet, alpha) is not done here: the
-//     API server translates kubectl's WebSocket streams itself.
+//     upgrade-aware proxy; the kubelet's v5 WebSocket-to-SPDY translation
+//     (ExtendWebSocketsToKubelet, beta and on by default in v1.36) is not
+//     done here: the API server translates kubectl's WebSocket streams
+//     itself. So kubelet_websocket_streaming_requests_total, which the
+//     kubelet counts only on that translation, is not served.
+//   - /portForward requests are long_running="true": the kubelet means
+//     them to be (its exec, attach, portforward, debug), but its lookup
+//     spells the path "portforward" and labels them "false".
+//   - /metrics/slis: each Server records on a registry of its own, where
+//     the kubelet's is process-global. The health checks are ping and the
+//     host's (the agent's: syncloop, pleg); the kubelet has ping, log (its
+//     global klog flushing, not done here) and syncloop, and its plain
+//     healthz port runs ping alone, where this one runs every check, so
+//     its polls are counted for each. A DELETE leaves
+//     process_start_time_seconds in place: the kubelet's reset clears that
+//     process-global gauge, from /metrics/probes too, until it restarts.
+//     Methods other than GET, HEAD and DELETE are answered 405, as on the
+//     other /metrics paths here (the kubelet serves the metrics to any).
 //   - /checkpoint, /debug/pprof and /debug/flags/v are not served (404);
 //     /runningpods/ only with Config.RunningPods.
 //   - The webhook retries and decision caches of the staging

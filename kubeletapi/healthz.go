@@ -10,9 +10,10 @@ import (
 // (which the kubelet uses): "ok", or with ?verbose one "[+]name ok" line
 // per check; a failing check makes it 500 with "[-]name failed: reason
 // withheld" (the reason is at /healthz/<name>). ?exclude=name skips one.
-// Written here because the staging handler records into process-global
-// metrics and logs through the global klog.
-func healthzHandler(checks []HealthCheck) http.Handler {
+// Each check it runs (not an excluded one) is passed to observe with
+// whether it passed. Written here because the staging handler records
+// into process-global metrics and logs through the global klog.
+func healthzHandler(checks []HealthCheck, observe func(name string, passed bool)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		excluded := map[string]bool{}
 		for _, name := range r.URL.Query()["exclude"] {
@@ -21,15 +22,18 @@ func healthzHandler(checks []HealthCheck) http.Handler {
 		var out strings.Builder
 		failed := false
 		for _, c := range checks {
-			switch {
-			case excluded[c.Name]:
+			if excluded[c.Name] {
 				fmt.Fprintf(&out, "[+]%s excluded: ok\n", c.Name)
-			case c.Check() != nil:
+				continue
+			}
+			err := c.Check()
+			observe(c.Name, err == nil)
+			if err != nil {
 				fmt.Fprintf(&out, "[-]%s failed: reason withheld\n", c.Name)
 				failed = true
-			default:
-				fmt.Fprintf(&out, "[+]%s ok\n", c.Name)
+				continue
 			}
+			fmt.Fprintf(&out, "[+]%s ok\n", c.Name)
 		}
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		if failed {
@@ -57,10 +61,10 @@ func healthzCheckHandler(c HealthCheck) http.Handler {
 }
 
 // installHealthz registers /healthz and /healthz/<name> for ping plus the
-// host's checks.
-func installHealthz(mux *http.ServeMux, checks []HealthCheck) {
+// host's checks; /healthz passes each check's result to observe.
+func installHealthz(mux *http.ServeMux, checks []HealthCheck, observe func(name string, passed bool)) {
 	all := append([]HealthCheck{{Name: "ping", Check: func() error { return nil }}}, checks...)
-	mux.Handle("GET /healthz", healthzHandler(all))
+	mux.Handle("GET /healthz", healthzHandler(all, observe))
 	for _, c := range all {
 		mux.Handle("GET /healthz/"+c.Name, healthzCheckHandler(c))
 	}

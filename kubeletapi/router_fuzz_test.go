@@ -31,6 +31,7 @@ func FuzzRouter(f *testing.F) {
 		{"GET", "/attach/ns/p/c", "stdin=1"},
 		{"PUT", "/configz", ""},
 		{"GET", "/metrics/probes", ""},
+		{"DELETE", "/metrics/slis", ""},
 		{"GET", "/logs/../../etc/passwd", ""},
 		{"DELETE", "/healthz", "verbose"},
 	} {

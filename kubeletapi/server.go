@@ -23,6 +23,10 @@ type Server struct {
 	secure  http.Handler // authenticated routes
 	open    http.Handler // read-only routes without authentication
 	metrics *serverMetrics
+	slis    *sliMetrics
+	// startErr is why the process start time could not be read (Run
+	// logs it), or nil.
+	startErr error
 }
 
 // New validates cfg, loads the serving certificate and builds the
@@ -40,6 +44,14 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, cert: cert}
+	start, startErr := processStartTime()
+	if startErr != nil {
+		// component-base falls back to the time of the call.
+		start, s.startErr = float64(cfg.Clock.Now().Unix()), startErr
+	}
+	if s.slis, err = newSLIMetrics(start); err != nil {
+		return nil, err
+	}
 	if cfg.Registerer != nil {
 		if s.metrics, err = newServerMetrics(cfg.Registerer); err != nil {
 			return nil, err
@@ -59,7 +71,10 @@ func (s *Server) Handler() http.Handler { return s.instrument("readwrite", s.sec
 // (healthz, pods, stats, metrics).
 func (s *Server) routes(full bool) *http.ServeMux {
 	mux := http.NewServeMux()
-	installHealthz(mux, s.cfg.HealthChecks)
+	installHealthz(mux, s.cfg.HealthChecks, s.slis.observe)
+	slis := s.slis.handler()
+	mux.Handle("GET /metrics/slis", slis)
+	mux.Handle("DELETE /metrics/slis", slis)
 	mux.HandleFunc("GET /pods", s.pods)
 	mux.HandleFunc("GET /pods/", s.pods)
 	mux.HandleFunc("GET /stats/summary", s.summary)
@@ -137,6 +152,9 @@ func (s *Server) runningPods(w http.ResponseWriter, r *http.Request) {
 // have finished. A listener that cannot be opened is an error.
 func (s *Server) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
+	if s.startErr != nil {
+		logger.Error(s.startErr, "Could not read the process start time; process_start_time_seconds on /metrics/slis is the time New ran")
+	}
 	// Deferred calls run last first: cancel, then wait.
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -174,7 +192,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return nil
 	}
 	healthz := http.NewServeMux()
-	installHealthz(healthz, s.cfg.HealthChecks)
+	installHealthz(healthz, s.cfg.HealthChecks, s.slis.observe)
 	err := errors.Join(
 		open("api", s.cfg.Listener, s.cfg.Addr, s.Handler(), true),
 		open("healthz", s.cfg.HealthzListener, s.cfg.HealthzAddr, healthz, false),
