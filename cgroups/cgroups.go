@@ -204,6 +204,14 @@ func (m *Manager) PodCgroup(pod *v1.Pod) string {
 	return m.cgroupName(m.podElems(pod))
 }
 
+// PodsCgroup is the cgroup all pods are under (kubepods), named as
+// PodCgroup names a pod's: "/kubepods", or "/kubepods.slice" with the
+// systemd driver; the kubelet's pod cgroup root, and the "pods" system
+// container of the stats summary.
+func (m *Manager) PodsCgroup() string {
+	return m.cgroupName(m.qosElems(v1.PodQOSGuaranteed))
+}
+
 // cgroupName is the cgroup of elems as the runtime and Pods name it.
 func (m *Manager) cgroupName(elems []string) string {
 	if m.systemd {

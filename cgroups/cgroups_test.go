@@ -205,6 +205,7 @@ func TestManagerV2(t *testing.T) {
 	assert.Equal(t, "+cpuset +cpu +io +memory +hugetlb +pids", read(t, mnt, "cgroup.subtree_control"))
 	p := podWith("g", guar("a", "1500m", "1Gi"))
 	assert.Equal(t, "/nodekit/kubepods/podg", m.PodCgroup(p))
+	assert.Equal(t, "/nodekit/kubepods", m.PodsCgroup())
 	require.NoError(t, m.EnsurePod(ctx, p))
 	dir := filepath.Join(mnt, "nodekit", "kubepods", "podg")
 	assert.Equal(t, "59", read(t, dir, "cpu.weight"))

@@ -108,6 +108,7 @@ func TestManagerSystemdV1(t *testing.T) {
 		Allocatable: rl("cpu", "2", "memory", "4Gi")})
 	require.NoError(t, err)
 	require.NoError(t, m.Setup(ctx))
+	assert.Equal(t, "/kubepods.slice", m.PodsCgroup())
 	assert.Equal(t, uint64(2048), prop(sd.started["kubepods.slice"], "CPUShares"), "allocatable CPU")
 	assert.Equal(t, uint64(4<<30), prop(sd.started["kubepods.slice"], "MemoryLimit"))
 	assert.Equal(t, "kubepods.slice", prop(sd.started["kubepods-burstable.slice"], "Wants").([]string)[0])

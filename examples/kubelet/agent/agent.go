@@ -530,9 +530,12 @@ func (a *Agent) buildEviction() error {
 		return err
 	}
 	a.hardEviction = thresholds // all hard: no soft thresholds are configured
-	host, err := stats.New(stats.Config{NodeName: a.opts.NodeName,
-		NodeFsPath: a.opts.RootDir, Runtime: a.rt, Clock: a.opts.Clock,
-		PodLogsDir: a.opts.PodLogsDir, PodVolumes: a.podVolumes})
+	sc := stats.Config{NodeName: a.opts.NodeName, NodeFsPath: a.opts.RootDir, Runtime: a.rt, Clock: a.opts.Clock,
+		PodLogsDir: a.opts.PodLogsDir, PodVolumes: a.podVolumes}
+	if a.cgroups != nil {
+		sc.PodsCgroup = a.cgroups.PodsCgroup() // the "pods" system container, as the kubelet's
+	}
+	host, err := stats.New(sc)
 	if err != nil {
 		return err
 	}
