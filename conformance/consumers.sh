@@ -75,7 +75,7 @@ else: print(r[0]["value"][1] if r else "")' "$2" 2>/dev/null || { [ "$2" = count
 measure() {
   local agent=$1 fail=0
   select_agent "$agent"
-  "$HERE/down.sh"
+  "$HERE/down.sh" --purge   # each agent on a new cluster: no pods, HPA state or series left over
   "$HERE/up.sh"
   kctl create namespace "$NS"
 
@@ -138,7 +138,7 @@ EOF
   local top=$OUT/$agent-top.txt
   : > "$top"
   top_node() { kctl top node "$NODE_NAME" --no-headers | tee -a "$top" | grep -Eq "^$NODE_NAME +[0-9]+m +[0-9]+% +[0-9]+Mi +[0-9]+%"; }
-  top_pod() { kctl top pod -n "$NS" --no-headers | tee -a "$top" | grep -Eq '^burner-[^ ]+ +[1-9][0-9]*m +[1-9][0-9]*Mi'; }
+  top_pod() { kctl top pod -n "$NS" --no-headers | tee -a "$top" | grep -Eq '^burner-[^ ]+ +[1-9][0-9]*m +[0-9]+Mi'; }
   scaled() { [ "$(kctl -n "$NS" get hpa burner -o jsonpath='{.status.desiredReplicas}')" -gt 1 ]; }
   ( wait_for "kubectl top node ($agent)" 180 top_node ) || { echo "FAIL kubectl top node" >> "$top"; fail=1; }
   ( wait_for "kubectl top pod ($agent)" 120 top_pod ) || { echo "FAIL kubectl top pod" >> "$top"; fail=1; }
@@ -146,6 +146,24 @@ EOF
   kctl -n "$NS" get hpa burner >> "$top" 2>&1 || true
   kctl get --raw "/apis/metrics.k8s.io/v1beta1/nodes/$NODE_NAME" >> "$top" 2>&1 || true
   echo >> "$top"
+
+  # ---- the summary API and /metrics/resource: field paths and series shapes, for the verdict
+  local p
+  for p in stats/summary metrics/resource metrics/cadvisor metrics; do
+    kctl get --raw "/api/v1/nodes/$NODE_NAME/proxy/$p" > "$OUT/$agent-$(echo $p | tr / -).txt" || fail=1
+  done
+  python3 -c '
+import json, sys
+def walk(v, path, out):
+    if isinstance(v, dict):
+        for k, x in v.items(): walk(x, path + "." + k, out)
+    elif isinstance(v, list):
+        for x in v: walk(x, path + "[]", out)
+    else: out.add(path)
+out = set(); walk(json.load(sys.stdin), "", out)
+print("\n".join(sorted(out)))' < "$OUT/$agent-stats-summary.txt" > "$OUT/$agent-summary-fields.txt" || fail=1
+  sed -n -e 's/^\([a-z_]*\){\([^}]*\)}.*/\1 \2/p' -e t -e 's/^\([a-z_]*\) .*/\1/p' "$OUT/$agent-metrics-resource.txt" |
+    awk '{ n = $1; l = ""; if (NF > 1) { gsub(/="[^"]*"/, "", $2); l = "{" $2 "}" } print n l }' | sort -u > "$OUT/$agent-resource-series.txt" || fail=1
 
   # ---- Prometheus with kube-prometheus' kubelet job
   kctl -n "$NS" create serviceaccount prometheus
@@ -207,6 +225,15 @@ first=${AGENTS%% *} last=${AGENTS##* }
       echo "== $last returns data for every query that does under $first"
     fi
     [ -z "$extra" ] || { echo "== $last answers $(echo "$extra" | wc -l) that $first does not:"; echo "$extra"; }
+    for f in summary-fields resource-series; do
+      gone=$(comm -23 "$OUT/$first-$f.txt" "$OUT/$last-$f.txt")
+      if [ -n "$gone" ]; then
+        echo "== $last lacks $(echo "$gone" | wc -l) $f of $first:"; echo "$gone" | sed 's/^/  /'; rc=1
+      else
+        echo "== $last has every one of $first's $f"
+      fi
+    done
   fi
-} | tee "$OUT/verdict.txt"
+} > "$OUT/verdict.txt"   # not piped: rc is set in this shell
+cat "$OUT/verdict.txt"
 exit $rc
