@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/nodekit/nodekit/internal/cgroupstat"
 )
 
 // CadvisorConfig completes what /metrics/cadvisor cannot read from the
@@ -45,6 +47,21 @@ type CadvisorConfig struct {
 	// MachineConfig.Machine and cadvisorinfo.Machine fit). It is called on
 	// every scrape and should cache. nil: no machine_* family is served.
 	Machine func() (*cadvisorapi.MachineInfo, error)
+	// CgroupRoot is where the cgroups named above are mounted
+	// ("/sys/fs/cgroup"; v1 controller directories or the unified
+	// hierarchy). With it, each scrape reads the cgroup of every entry that
+	// has an id for the families the summary has no figure for (page
+	// cache, mapped files, CFS throttling, user and system CPU time, CPU
+	// and memory limits) and each pod's network namespace for packet
+	// counters. "": nothing is read, those families are not served.
+	CgroupRoot string
+	// ProcPath is where procfs is mounted, for the network namespaces of
+	// pods (<ProcPath>/<pid>/net/dev). Used only with CgroupRoot. "":
+	// "/proc".
+	ProcPath string
+
+	// mount is CgroupRoot and ProcPath, nil without CgroupRoot.
+	mount *cgroupstat.Mount
 }
 
 // defaults fills the cgroup naming of the cgroupfs driver and containerd.
@@ -59,6 +76,9 @@ func (c *CadvisorConfig) defaults() {
 		c.SystemCgroups = map[string]string{statsapi.SystemContainerPods: "/kubepods"}
 	} else {
 		c.SystemCgroups = maps.Clone(c.SystemCgroups)
+	}
+	if c.CgroupRoot != "" {
+		c.mount = cgroupstat.NewMount(c.CgroupRoot, c.ProcPath)
 	}
 }
 
@@ -105,27 +125,41 @@ func (s *Server) cadvisorMetrics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g := &cadvisorGatherer{ctx: r.Context(), get: s.cfg.Summary.Get, pods: s.cfg.Pods, cfg: &s.cfg.Cadvisor, now: s.cfg.Clock.Now()}
+	if m := s.cfg.Cadvisor.mount; m != nil {
+		g.cgroups = m.Reader()
+	}
 	promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}).ServeHTTP(w, r)
 }
 
 // The container families, in name order (the order of the exposition).
 const (
-	famCPUUsage = iota
+	famCPUCFSPeriods = iota
+	famCPUCFSThrottledPeriods
+	famCPUCFSThrottledSeconds
+	famCPUSystem
+	famCPUUsage
+	famCPUUser
 	famFsInodesFree
 	famFsInodes
 	famFsLimit
 	famFsUsage
 	famHealthState
 	famLastSeen
+	famMemoryCache
 	famMemoryFailures
+	famMemoryMappedFile
 	famMemoryRSS
 	famMemorySwap
 	famMemoryUsage
 	famMemoryWorkingSet
 	famRxBytes
 	famRxErrors
+	famRxDropped
+	famRxPackets
 	famTxBytes
 	famTxErrors
+	famTxDropped
+	famTxPackets
 	famPressureCPUStalled
 	famPressureCPUWaiting
 	famPressureIOStalled
@@ -133,6 +167,10 @@ const (
 	famPressureMemoryStalled
 	famPressureMemoryWaiting
 	famScrapeError
+	famSpecCPUPeriod
+	famSpecCPUQuota
+	famSpecCPUShares
+	famSpecMemoryLimit
 	famStartTime
 	numContainerFamilies
 )
@@ -150,22 +188,33 @@ var (
 	counter = dto.MetricType_COUNTER
 
 	containerFamilies = [numContainerFamilies]metricFamily{
-		famCPUUsage:         {"container_cpu_usage_seconds_total", "Cumulative cpu time consumed in seconds.", counter},
-		famFsInodesFree:     {"container_fs_inodes_free", "Number of available Inodes", gauge},
-		famFsInodes:         {"container_fs_inodes_total", "Number of Inodes", gauge},
-		famFsLimit:          {"container_fs_limit_bytes", "Number of bytes that can be consumed by the container on this filesystem.", gauge},
-		famFsUsage:          {"container_fs_usage_bytes", "Number of bytes that are consumed by the container on this filesystem.", gauge},
-		famHealthState:      {"container_health_state", "The result of the container's health check", gauge},
-		famLastSeen:         {"container_last_seen", "Last time a container was seen by the exporter", gauge},
-		famMemoryFailures:   {"container_memory_failures_total", "Cumulative count of memory allocation failures.", counter},
-		famMemoryRSS:        {"container_memory_rss", "Size of RSS in bytes.", gauge},
-		famMemorySwap:       {"container_memory_swap", "Container swap usage in bytes.", gauge},
-		famMemoryUsage:      {"container_memory_usage_bytes", "Current memory usage in bytes, including all memory regardless of when it was accessed", gauge},
-		famMemoryWorkingSet: {"container_memory_working_set_bytes", "Current working set in bytes.", gauge},
-		famRxBytes:          {"container_network_receive_bytes_total", "Cumulative count of bytes received", counter},
-		famRxErrors:         {"container_network_receive_errors_total", "Cumulative count of errors encountered while receiving", counter},
-		famTxBytes:          {"container_network_transmit_bytes_total", "Cumulative count of bytes transmitted", counter},
-		famTxErrors:         {"container_network_transmit_errors_total", "Cumulative count of errors encountered while transmitting", counter},
+		famCPUCFSPeriods:          {"container_cpu_cfs_periods_total", "Number of elapsed enforcement period intervals.", counter},
+		famCPUCFSThrottledPeriods: {"container_cpu_cfs_throttled_periods_total", "Number of throttled period intervals.", counter},
+		famCPUCFSThrottledSeconds: {"container_cpu_cfs_throttled_seconds_total", "Total time duration the container has been throttled.", counter},
+		famCPUSystem:              {"container_cpu_system_seconds_total", "Cumulative system cpu time consumed in seconds.", counter},
+		famCPUUsage:               {"container_cpu_usage_seconds_total", "Cumulative cpu time consumed in seconds.", counter},
+		famCPUUser:                {"container_cpu_user_seconds_total", "Cumulative user cpu time consumed in seconds.", counter},
+		famFsInodesFree:           {"container_fs_inodes_free", "Number of available Inodes", gauge},
+		famFsInodes:               {"container_fs_inodes_total", "Number of Inodes", gauge},
+		famFsLimit:                {"container_fs_limit_bytes", "Number of bytes that can be consumed by the container on this filesystem.", gauge},
+		famFsUsage:                {"container_fs_usage_bytes", "Number of bytes that are consumed by the container on this filesystem.", gauge},
+		famHealthState:            {"container_health_state", "The result of the container's health check", gauge},
+		famLastSeen:               {"container_last_seen", "Last time a container was seen by the exporter", gauge},
+		famMemoryCache:            {"container_memory_cache", "Number of bytes of page cache memory.", gauge},
+		famMemoryFailures:         {"container_memory_failures_total", "Cumulative count of memory allocation failures.", counter},
+		famMemoryMappedFile:       {"container_memory_mapped_file", "Size of memory mapped files in bytes.", gauge},
+		famMemoryRSS:              {"container_memory_rss", "Size of RSS in bytes.", gauge},
+		famMemorySwap:             {"container_memory_swap", "Container swap usage in bytes.", gauge},
+		famMemoryUsage:            {"container_memory_usage_bytes", "Current memory usage in bytes, including all memory regardless of when it was accessed", gauge},
+		famMemoryWorkingSet:       {"container_memory_working_set_bytes", "Current working set in bytes.", gauge},
+		famRxBytes:                {"container_network_receive_bytes_total", "Cumulative count of bytes received", counter},
+		famRxErrors:               {"container_network_receive_errors_total", "Cumulative count of errors encountered while receiving", counter},
+		famRxDropped:              {"container_network_receive_packets_dropped_total", "Cumulative count of packets dropped while receiving", counter},
+		famRxPackets:              {"container_network_receive_packets_total", "Cumulative count of packets received", counter},
+		famTxBytes:                {"container_network_transmit_bytes_total", "Cumulative count of bytes transmitted", counter},
+		famTxErrors:               {"container_network_transmit_errors_total", "Cumulative count of errors encountered while transmitting", counter},
+		famTxDropped:              {"container_network_transmit_packets_dropped_total", "Cumulative count of packets dropped while transmitting", counter},
+		famTxPackets:              {"container_network_transmit_packets_total", "Cumulative count of packets transmitted", counter},
 		famPressureCPUStalled: {"container_pressure_cpu_stalled_seconds_total",
 			"Total time duration no tasks in the container could make progress due to CPU congestion.", counter},
 		famPressureCPUWaiting: {"container_pressure_cpu_waiting_seconds_total",
@@ -178,8 +227,12 @@ var (
 			"Total time duration no tasks in the container could make progress due to memory congestion.", counter},
 		famPressureMemoryWaiting: {"container_pressure_memory_waiting_seconds_total",
 			"Total time duration tasks in the container have waited due to memory congestion.", counter},
-		famScrapeError: {"container_scrape_error", "1 if there was an error while getting container metrics, 0 otherwise", gauge},
-		famStartTime:   {"container_start_time_seconds", "Start time of the container since unix epoch in seconds.", gauge},
+		famScrapeError:     {"container_scrape_error", "1 if there was an error while getting container metrics, 0 otherwise", gauge},
+		famSpecCPUPeriod:   {"container_spec_cpu_period", "CPU period of the container.", gauge},
+		famSpecCPUQuota:    {"container_spec_cpu_quota", "CPU quota of the container.", gauge},
+		famSpecCPUShares:   {"container_spec_cpu_shares", "CPU share of the container.", gauge},
+		famSpecMemoryLimit: {"container_spec_memory_limit_bytes", "Memory limit for the container.", gauge},
+		famStartTime:       {"container_start_time_seconds", "Start time of the container since unix epoch in seconds.", gauge},
 	}
 
 	// The base labels of the kubelet's container series
@@ -275,6 +328,10 @@ type cadvisorGatherer struct {
 	cfg  *CadvisorConfig
 	now  time.Time
 
+	// cgroups reads the entries' cgroups (nil: Config.Cadvisor.CgroupRoot
+	// is not set).
+	cgroups *cgroupstat.Reader
+
 	fams   [numContainerFamilies][]*dto.Metric
 	labels []*dto.LabelPair // the current entry's base labels
 }
@@ -309,6 +366,7 @@ func (g *cadvisorGatherer) summary(sum *statsapi.Summary) {
 	g.start(n.StartTime)
 	g.usage(n.CPU, n.Memory, n.IO, n.Swap)
 	g.network(n.Network)
+	g.namespaceNetwork("/", 1)
 	g.fs(n.Fs)
 	seen := map[string]bool{"/": true}
 	for i := range n.SystemContainers {
@@ -348,6 +406,7 @@ func (g *cadvisorGatherer) pod(p *statsapi.PodStats) {
 	g.start(p.StartTime)
 	g.usage(p.CPU, p.Memory, p.IO, p.Swap)
 	g.network(p.Network)
+	g.namespaceNetwork(podCgroup, 0)
 	for i := range p.Containers {
 		ctr := &p.Containers[i]
 		if slices.ContainsFunc(p.Containers[:i], func(c statsapi.ContainerStats) bool { return c.Name == ctr.Name }) {
@@ -424,6 +483,7 @@ func (g *cadvisorGatherer) entry(values ...string) {
 	}
 	g.labels = e.ptrs[:]
 	g.add(famLastSeen, g.labels, float64(g.now.Unix()), g.now)
+	g.cgroup(e.values[1])
 }
 
 // add gathers one sample of family f.

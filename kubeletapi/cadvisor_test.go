@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -562,10 +563,13 @@ func benchCadvisorSummary(pods, containers int) (*statsapi.Summary, []*v1.Pod) {
 // alone), and from a stats.Provider over this host and a fake runtime.
 func BenchmarkCadvisorMetrics(b *testing.B) {
 	sum, pods := benchCadvisorSummary(110, 2)
-	run := func(b *testing.B, p kubeletapi.SummaryProvider, lister kubeletapi.PodLister, minLen int) {
+	run := func(b *testing.B, p kubeletapi.SummaryProvider, lister kubeletapi.PodLister, minLen int, cadvisor ...func(*kubeletapi.CadvisorConfig)) {
 		cfg, _ := baseConfig()
 		cfg.Summary, cfg.Pods = p, lister
 		cfg.Cadvisor.Machine = testMachine
+		for _, f := range cadvisor {
+			f(&cfg.Cadvisor)
+		}
 		srv, err := kubeletapi.New(cfg)
 		require.NoError(b, err)
 		h := srv.Handler()
@@ -579,6 +583,11 @@ func BenchmarkCadvisorMetrics(b *testing.B) {
 	b.Run("summary/110pods_x2", func(b *testing.B) {
 		run(b, kubeletapi.SummaryProviderFunc(func(context.Context) (*statsapi.Summary, error) { return sum, nil }),
 			kubeletapitest.NewPodLister(pods...), 1_000_000)
+	})
+	b.Run("summary+cgroupv1/110pods_x2", func(b *testing.B) {
+		root, proc := benchCgroupTree(b, pods)
+		run(b, kubeletapi.SummaryProviderFunc(func(context.Context) (*statsapi.Summary, error) { return sum, nil }),
+			kubeletapitest.NewPodLister(pods...), 1_000_000, func(c *kubeletapi.CadvisorConfig) { c.CgroupRoot, c.ProcPath = root, proc })
 	})
 	b.Run("stats.Provider/110pods_x2", func(b *testing.B) {
 		if _, err := os.Stat("/proc/meminfo"); err != nil {
@@ -603,4 +612,38 @@ func TestRuntimeContainerCgroup(t *testing.T) {
 		}
 		require.Equal(t, tc.want, f("/p.slice", "abc"), tc.runtime+"/"+tc.driver)
 	}
+}
+
+// benchCgroupTree is a cgroup v1 tree and procfs for pods (Burstable, as
+// benchCadvisorSummary's): each pod's cgroup, its containers' with a CPU
+// limit, and a sandbox whose process has a net/dev.
+func benchCgroupTree(b *testing.B, pods []*v1.Pod) (root, proc string) {
+	root, proc = b.TempDir(), b.TempDir()
+	write := func(dir, name, content string) {
+		require.NoError(b, os.MkdirAll(dir, 0o755))
+		require.NoError(b, os.WriteFile(dir+"/"+name, []byte(content), 0o644))
+	}
+	stat := strings.Repeat("cache 1\nrss 1\nmapped_file 1\npgfault 1\n", 8) + "total_cache 4096\ntotal_mapped_file 1024\n"
+	for i, pod := range pods {
+		podCg := "/kubepods/burstable/pod" + string(pod.UID)
+		cgs := []string{podCg}
+		for _, st := range pod.Status.ContainerStatuses {
+			cgs = append(cgs, podCg+"/"+strings.TrimPrefix(st.ContainerID, "containerd://"))
+		}
+		for _, cg := range cgs {
+			write(root+"/memory"+cg, "memory.stat", stat)
+			write(root+"/memory"+cg, "memory.use_hierarchy", "1\n")
+			write(root+"/memory"+cg, "memory.limit_in_bytes", "134217728\n")
+			write(root+"/memory"+cg, "cgroup.procs", "")
+			write(root+"/cpuacct"+cg, "cpuacct.stat", "user 250\nsystem 50\n")
+			write(root+"/cpu"+cg, "cpu.stat", "nr_periods 40\nnr_throttled 3\nthrottled_time 1500000000\n")
+			write(root+"/cpu"+cg, "cpu.shares", "102\n")
+			write(root+"/cpu"+cg, "cpu.cfs_period_us", "100000\n")
+			write(root+"/cpu"+cg, "cpu.cfs_quota_us", "50000\n")
+		}
+		pid := strconv.Itoa(1000 + i)
+		write(root+"/memory"+podCg+"/sandbox", "cgroup.procs", pid+"\n")
+		write(proc+"/"+pid+"/net", "dev", "h1\nh2\n    lo: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n  eth0: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n")
+	}
+	return root, proc
 }

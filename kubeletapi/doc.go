@@ -69,6 +69,10 @@
 //     runtime do when they are not cgroupfs and containerd
 //     (Config.Cadvisor: PodCgroup, ContainerCgroup, SystemCgroups) and
 //     pass the machine's description (Cadvisor.Machine) for machine_*.
+//     With a real runtime, set Cadvisor.CgroupRoot to the cgroup mount
+//     (and ProcPath if procfs is not at /proc) for page cache, CFS
+//     throttling, CPU modes, limits and packet counters; the process needs
+//     read access to both.
 //     For the node log query, set NodeLogDir ("/var/log") and NodeLogQuery;
 //     journalctl is run from PATH unless Journal says otherwise.
 //
@@ -193,18 +197,41 @@
 //     sample times: the kubelet stamps them with the time it read the
 //     machine, at its start, which Prometheus drops as out of bounds once
 //     its head block has moved past it.
-//   - Not in /metrics/cadvisor, as the summary has no such figure:
-//     container_cpu_user_ and _system_seconds_total, container_cpu_cfs_*,
+//   - With Cadvisor.CgroupRoot, each scrape also reads the cgroup of every
+//     entry that has an id (v1 controller directories cpu, cpuacct and
+//     memory, or the unified hierarchy when the root has
+//     cgroup.controllers) and, for the root (pid 1) and each pod (a
+//     process of its cgroup or a child cgroup), the network namespace's
+//     <ProcPath>/<pid>/net/dev, and serves cadvisor's
+//     container_memory_cache and _mapped_file (v1 total_cache and
+//     total_mapped_file under use_hierarchy, v2 file and file_mapped),
+//     container_cpu_user_ and _system_seconds_total,
+//     container_cpu_cfs_periods_total, _throttled_periods_total and
+//     _throttled_seconds_total (only with a CFS quota, as cadvisor),
+//     container_spec_cpu_period, _cpu_quota (with a quota), _cpu_shares
+//     (v2: cpu.weight converted as cadvisor) and
+//     container_spec_memory_limit_bytes (0 for no limit, above 2^62), and
+//     container_network_receive_ and _transmit_packets_total and
+//     _packets_dropped_total on the pod's (and root's) series, without
+//     lo, veth*, docker* and nerdctl* as cadvisor. Figures are stamped
+//     with the scrape's time, limits with none. A cgroup, file or
+//     namespace that cannot be read leaves its families out of that entry
+//     (logged at V(4)); the scrape never fails for it. The host runs with
+//     read access to the cgroup mount and to /proc/<pid>/net of the pods'
+//     processes (the host PID namespace).
+//   - Not in /metrics/cadvisor, as the summary has no such figure (and
+//     the cgroup reading above does not read it):
+//     container_cpu_cfs_burst_*,
 //     container_cpu_load_average_10s, container_cpu_load_d_average_10s,
-//     container_tasks_state, container_memory_cache, _kernel_usage,
-//     _mapped_file, _failcnt, _max_usage_bytes,
+//     container_tasks_state, container_memory_kernel_usage,
+//     _failcnt, _max_usage_bytes,
 //     _total_active_file_bytes, _total_inactive_file_bytes, the
 //     filesystem I/O counters (container_fs_reads_*, _writes_*,
 //     _sector_*, _io_*, container_blkio_device_usage_total),
-//     container_network_*_packets_total and *_packets_dropped_total,
 //     container_processes, _file_descriptors, _sockets, _threads,
 //     _threads_max, _ulimits_soft, container_oom_events_total,
-//     container_spec_* (cgroup limits: the summary carries none) and
+//     container_spec_memory_swap_limit_bytes and
+//     _reservation_limit_bytes, the other container_spec_* families, and
 //     cadvisor_version_info. The kubelet's /kubepods/burstable and
 //     /kubepods/besteffort entries and the pods' sandbox (pause)
 //     containers are not listed: a pod's network is on its cgroup's

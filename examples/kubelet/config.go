@@ -180,6 +180,16 @@ func (f fileConfig) fields() []field {
 		{"failSwapOn", "fail-swap-on", func(c *kubeletconfig.Config) error { o.FailSwapOn = *c.FailSwapOn; return nil }},
 		{"failCgroupV1", "fail-cgroupv1", func(c *kubeletconfig.Config) error { o.FailCgroupV1 = *c.FailCgroupV1; return nil }},
 		{"providerID", "provider-id", func(c *kubeletconfig.Config) error { o.ProviderID = c.ProviderID; return nil }},
+		{"enableSystemLogHandler", "", func(c *kubeletconfig.Config) error {
+			if !*c.EnableSystemLogHandler {
+				o.NodeLogDir = "-"
+			}
+			return nil
+		}},
+		{"enableSystemLogQuery", "", func(c *kubeletconfig.Config) error {
+			o.NodeLogQuery = c.EnableSystemLogQuery != nil && *c.EnableSystemLogQuery
+			return nil
+		}},
 	}
 }
 

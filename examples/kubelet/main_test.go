@@ -113,3 +113,26 @@ current-context: x
 	_, err = parseFlags([]string{"--bootstrap-kubeconfig", boot})
 	require.ErrorContains(t, err, "--bootstrap-kubeconfig needs --kubeconfig")
 }
+
+// TestNodeLogConfig: enableSystemLogHandler and enableSystemLogQuery map
+// onto the node log options as the kubelet reads them: the handler is on
+// by default (/var/log with a real runtime), the query off, and the query
+// needs the handler.
+func TestNodeLogConfig(t *testing.T) {
+	rt := []string{"--container-runtime-endpoint", "unix:///nonexistent.sock", "--pod-manifest-path", t.TempDir()}
+	opts, err := parseFlags(append([]string{"--config", writeConfig(t, "enableSystemLogQuery: true\n")}, rt...))
+	require.NoError(t, err)
+	require.NoError(t, opts.Validate())
+	assert.True(t, opts.NodeLogQuery)
+	assert.Empty(t, opts.NodeLogDir, "the handler's default: /var/log once a real runtime is known")
+
+	opts, err = parseFlags(append([]string{"--config", writeConfig(t, "enableSystemLogHandler: false\n")}, rt...))
+	require.NoError(t, err)
+	assert.Equal(t, "-", opts.NodeLogDir, "the handler off serves nothing")
+	assert.False(t, opts.NodeLogQuery)
+
+	opts, err = parseFlags(append([]string{"--config",
+		writeConfig(t, "enableSystemLogHandler: false\nenableSystemLogQuery: true\n")}, rt...))
+	require.NoError(t, err)
+	assert.ErrorContains(t, opts.Validate(), "the node log query needs the node log directory")
+}

@@ -569,6 +569,10 @@ func (a *Agent) podVolumes(uid string) []stats.PodVolume {
 	return out
 }
 
+// cgroupMount is where the host's cgroups are mounted: the pod cgroup
+// tree's and /metrics/cadvisor's.
+const cgroupMount = "/sys/fs/cgroup"
+
 // buildCgroups prepares the pod cgroup tree (created when Run starts):
 // with a real runtime unless disabled, capped at capacity − system − kube
 // reserved when node allocatable is enforced.
@@ -576,7 +580,7 @@ func (a *Agent) buildCgroups() error {
 	if a.sim != nil || a.opts.DisableCgroupsPerQOS {
 		return nil
 	}
-	cfg := cgroups.Config{Driver: a.opts.CgroupDriver, Root: a.opts.CgroupRoot, PodPIDsLimit: a.opts.PodPIDsLimit, Clock: a.opts.Clock, Registerer: a.registry}
+	cfg := cgroups.Config{Mount: cgroupMount, Driver: a.opts.CgroupDriver, Root: a.opts.CgroupRoot, PodPIDsLimit: a.opts.PodPIDsLimit, Clock: a.opts.Clock, Registerer: a.registry}
 	if a.opts.EnforceNodeAllocatable == EnforcePods {
 		machine, _ := a.machine()
 		info, err := machine()

@@ -56,6 +56,11 @@ func (a *Agent) buildAPI() error {
 	if a.cgroups != nil {
 		cfg.Cadvisor.PodCgroup = a.cgroups.PodCgroup
 	}
+	if a.sim == nil {
+		// A real runtime's cgroups, at the mount cgroups.Config defaults
+		// to: page cache, CFS throttling, limits and packet counters.
+		cfg.Cadvisor.CgroupRoot = cgroupMount
+	}
 	if ip := net.ParseIP(o.NodeIP); ip != nil {
 		cfg.NodeIPs = []net.IP{ip}
 	}
@@ -84,6 +89,7 @@ func (a *Agent) buildAPI() error {
 		cfg.Auth.TokenReview = a.kube
 	}
 	cfg.Configz = a.configz(cfg.Auth)
+	cfg.NodeLogDir, cfg.NodeLogQuery = o.NodeLogDir, o.NodeLogQuery
 	if o.APIAddr != "" && o.APIAddr != kubeletapi.Disabled {
 		if a.client == nil && cfg.Auth.SubjectAccessReview == nil && !cfg.Auth.AlwaysAllow {
 			return errors.New("agent: the kubelet API needs --authorization-mode=AlwaysAllow without a kubeconfig")

@@ -101,6 +101,16 @@ type Options struct {
 	// /var/log/pods with a real runtime, a directory under StateDir with
 	// the simulator.
 	PodLogsDir string
+	// NodeLogDir is served read-only under the kubelet API's /logs/ (the
+	// kubelet's enableSystemLogHandler, on by default, serves /var/log/).
+	// Default /var/log with a real runtime, nothing with the simulator;
+	// "-" serves nothing (/logs/ answers 405, as the kubelet with the
+	// handler off).
+	NodeLogDir string
+	// NodeLogQuery serves the node log query (/logs/?query=…: journald
+	// services or files in NodeLogDir), the kubelet's enableSystemLogQuery
+	// (default false). It needs NodeLogDir.
+	NodeLogQuery bool
 	// RootDir is the kubelet's --root-dir: pod volumes live under
 	// <RootDir>/pods/<uid>. Default /var/lib/kubelet with a real runtime, a
 	// directory under StateDir with the simulator.
@@ -270,6 +280,15 @@ func (o *Options) defaults() error {
 	}
 	if o.RootDir == "" && o.RuntimeEndpoint != "" {
 		o.RootDir = DefaultRootDir
+	}
+	if o.NodeLogDir == "" && o.RuntimeEndpoint != "" {
+		o.NodeLogDir = "/var/log"
+	}
+	if o.NodeLogDir == "-" {
+		o.NodeLogDir = ""
+	}
+	if o.NodeLogQuery && o.NodeLogDir == "" {
+		errs = append(errs, errors.New("the node log query needs the node log directory (the kubelet: enableSystemLogQuery needs enableSystemLogHandler)"))
 	}
 	if o.ResolvConf == "" && o.RuntimeEndpoint != "" {
 		o.ResolvConf = "/etc/resolv.conf"
