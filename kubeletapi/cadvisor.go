@@ -126,7 +126,7 @@ func (s *Server) cadvisorMetrics(w http.ResponseWriter, r *http.Request) {
 	}
 	g := &cadvisorGatherer{ctx: r.Context(), get: s.cfg.Summary.Get, pods: s.cfg.Pods, cfg: &s.cfg.Cadvisor, now: s.cfg.Clock.Now()}
 	if m := s.cfg.Cadvisor.mount; m != nil {
-		g.cgroups = m.Reader()
+		g.cgroups, g.noPSI = m.Reader(), !m.PSI()
 	}
 	promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}).ServeHTTP(w, r)
 }
@@ -331,6 +331,10 @@ type cadvisorGatherer struct {
 	// cgroups reads the entries' cgroups (nil: Config.Cadvisor.CgroupRoot
 	// is not set).
 	cgroups *cgroupstat.Reader
+	// noPSI: the host keeps no pressure information (read from the
+	// cgroups), so no container_pressure_* family is served even where the
+	// summary reports PSI (as zeros, the kubelet's on cgroup v1).
+	noPSI bool
 
 	fams   [numContainerFamilies][]*dto.Metric
 	labels []*dto.LabelPair // the current entry's base labels
@@ -526,7 +530,7 @@ func (g *cadvisorGatherer) usage(cpu *statsapi.CPUStats, mem *statsapi.MemorySta
 // summary as in cadvisor's stats (the API's comment says nanoseconds; the
 // kubelet copies cadvisor's and the CRI's figures unchanged).
 func (g *cadvisorGatherer) pressure(stalled, waiting int, psi *statsapi.PSIStats, t time.Time) {
-	if psi == nil {
+	if psi == nil || g.noPSI {
 		return
 	}
 	g.add(stalled, g.labels, float64(psi.Full.Total)/1e6, t)

@@ -188,7 +188,8 @@
 //     _limit_bytes, _inodes_free, _inodes_total (the node's filesystem on
 //     "/", each container's writable layer), container_network_receive_ and
 //     _transmit_bytes_total and _errors_total, container_pressure_* (where
-//     the provider reports PSI), container_start_time_seconds,
+//     the provider reports PSI and, with Cadvisor.CgroupRoot, the host
+//     keeps it: cpu.pressure at the cgroup root, cadvisor's check), container_start_time_seconds,
 //     container_last_seen, container_health_state (-1: cadvisor reads no
 //     health check from a CRI runtime), container_scrape_error, and with
 //     Cadvisor.Machine machine_cpu_cores, _physical_cores, _sockets,

@@ -14,7 +14,11 @@ import (
 // benchHost is a cgroup v2 host with pods × containers running pods whose
 // sandboxes embed their containers' stats (containerd's shape), reporting
 // cumulative CPU only, so every container's rate comes from the cache.
-func benchHost(b *testing.B, pods, containers int) (*host, *Provider) {
+// With cgroups each pod, sandbox and container has its cgroup (and the
+// sandbox a process and network namespace), so their pressure and the
+// pods' interfaces are read from files, as on a real node with a runtime
+// that reports no PSI.
+func benchHost(b *testing.B, pods, containers int, cgroups bool) (*host, *Provider) {
 	h := newHost(b, true)
 	h.rt.NoCopy = true
 	h.rt.Update(func(s *statstest.State) {
@@ -22,6 +26,23 @@ func benchHost(b *testing.B, pods, containers int) (*host, *Provider) {
 			addPod(s, fmt.Sprintf("pod-%03d", i), containers, true)
 		}
 	})
+	if cgroups {
+		for i := range pods {
+			uid := fmt.Sprintf("uid-pod-%03d", i)
+			podCg := h.podsCg + "/burstable/pod" + uid
+			h.addCgroupDir(podCg)
+			ids := []string{sandboxID(uid)}
+			for c := range containers {
+				ids = append(ids, containerID(uid, fmt.Sprintf("c%d", c)))
+			}
+			for _, id := range ids {
+				h.addCgroupDir(podCg + "/" + id)
+			}
+			pid := 1000 + i
+			h.setProcs(podCg+"/"+sandboxID(uid), pid)
+			h.write(h.proc, itoa(pid)+"/net/dev", sandboxNetDev)
+		}
+	}
 	p := h.provider(func(c *Config) { c.AllocatableMemory = 100 * Gi; c.CPUSampleInterval = time.Nanosecond })
 	if _, err := p.Get(context.Background()); err != nil {
 		b.Fatal(err)
@@ -40,22 +61,28 @@ func advance(h *host, i int) {
 }
 
 func BenchmarkGet(b *testing.B) {
-	for _, full := range []bool{true, false} {
-		name := map[bool]string{true: "Get", false: "GetCPUAndMemoryStats"}[full]
-		b.Run(name+"/110pods_x2", func(b *testing.B) {
-			h, p := benchHost(b, 110, 2)
-			ctx := context.Background()
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				advance(h, i)
-				i++
-				s, err := p.summary(ctx, full)
-				if err != nil || len(s.Pods) != 110 || s.Pods[0].Containers[0].CPU.UsageNanoCores == nil {
-					b.Fatal("bad summary", err)
-				}
+	for _, cgroups := range []bool{false, true} {
+		for _, full := range []bool{true, false} {
+			name := map[bool]string{true: "Get", false: "GetCPUAndMemoryStats"}[full] + "/110pods_x2"
+			if cgroups {
+				name += "_cgroups"
 			}
-		})
+			b.Run(name, func(b *testing.B) {
+				h, p := benchHost(b, 110, 2, cgroups)
+				ctx := context.Background()
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					advance(h, i)
+					i++
+					s, err := p.summary(ctx, full)
+					if err != nil || len(s.Pods) != 110 || s.Pods[0].Containers[0].CPU.UsageNanoCores == nil ||
+						cgroups && s.Pods[0].Containers[0].CPU.PSI == nil {
+						b.Fatal("bad summary", err)
+					}
+				}
+			})
+		}
 	}
 }
 

@@ -29,6 +29,8 @@ type cgroupStats struct {
 	// of the cgroup's directories and of their cgroup.events (v2) or
 	// cgroup.clone_children (v1) files; zero if unknown.
 	created time.Time
+	// psi is the cgroup's pressure, CPU, memory and IO.
+	psi pressure
 }
 
 // cgroupMemory is the memory figures cadvisor derives for a cgroup.
@@ -72,31 +74,42 @@ func (c cgroupFS) controllerDir(controller, cgroup string) (string, bool) {
 	return "", false
 }
 
+// existingDir is controllerDir's directory when it exists, else "".
+func (c cgroupFS) existingDir(controller, cgroup string) string {
+	if d, ok := c.controllerDir(controller, cgroup); ok {
+		return d
+	}
+	return ""
+}
+
 func dirExists(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.IsDir()
 }
 
-// read reads a cgroup's CPU, memory and swap figures as cadvisor does; a
-// missing file leaves its figure out. It fails only when the cgroup does
-// not exist or a file holds garbage.
+// read reads a cgroup's CPU, memory, swap and pressure figures as cadvisor
+// does; a missing file leaves its figure out (a missing pressure file is
+// zeros). It fails only when the cgroup does not exist or a file holds
+// garbage.
 func (c cgroupFS) read(cgroup string) (cgroupStats, error) {
 	var st cgroupStats
-	cpuDir, okCPU := c.controllerDir("cpuacct", cgroup)
-	memDir, okMem := c.controllerDir("memory", cgroup)
-	if !okCPU && !okMem {
+	cpuDir, memDir := c.existingDir("cpuacct", cgroup), c.existingDir("memory", cgroup)
+	if cpuDir == "" && memDir == "" {
 		return st, fmt.Errorf("%w: %s", errNoCgroup, cgroup)
 	}
 	var err error
-	if okCPU {
+	if cpuDir != "" {
 		if st.cpu, err = c.readCPU(cpuDir); err != nil {
 			return st, err
 		}
 	}
-	if okMem {
+	if memDir != "" {
 		if err = c.readMemory(memDir, cgroup == "/", &st); err != nil {
 			return st, err
 		}
+	}
+	if st.psi, err = c.pressureIn(cpuDir, memDir, c.existingDir("blkio", cgroup)); err != nil {
+		return st, err
 	}
 	st.created = creationTime(c.v2, cpuDir, memDir)
 	return st, nil

@@ -91,13 +91,14 @@ type Config struct {
 	ContainerFsPath string
 	// ProcPath is where procfs is mounted; default "/proc". The provider
 	// reads meminfo, stat, loadavg, sys/kernel/{pid_max,threads-max},
-	// 1/net/dev (the host network namespace; net/dev if absent) and
-	// self/cgroup from it.
+	// 1/net/dev (the host network namespace; net/dev if absent),
+	// self/cgroup and the sandboxes' <pid>/net/dev from it.
 	ProcPath string
 	// CgroupRoot is where cgroups are mounted; default "/sys/fs/cgroup".
-	// cgroup v2 is recognised by a cgroup.controllers file there; otherwise
-	// each v1 controller is a directory below it (cpuacct or cpu,cpuacct,
-	// and memory).
+	// cgroup v2 is recognised by a cgroup.controllers file there (whose
+	// cpu.pressure, memory.pressure and io.pressure files are read);
+	// otherwise each v1 controller is a directory below it (cpuacct or
+	// cpu,cpuacct, memory, and blkio).
 	CgroupRoot string
 	// KubeletCgroup, RuntimeCgroup, SystemCgroup and PodsCgroup are the
 	// cgroups reported as the "kubelet", "runtime", "misc" and "pods"
@@ -108,6 +109,15 @@ type Config struct {
 	// which is then this process's own cgroup (from ProcPath/self/cgroup,
 	// as the kubelet finds its own when --kubelet-cgroups is unset). A
 	// cgroup that cannot be read is left out, not an error.
+	//
+	// Below PodsCgroup the provider also finds each pod's cgroup
+	// ("pod<uid>" directly or in "burstable"/"besteffort"; with systemd
+	// "kubepods[-<qos>]-pod<uid>.slice") and in it the cgroups of the pod's
+	// containers and sandbox (named by CRI ID, or "<runtime>-<id>.scope"),
+	// for the pressure the runtime does not report and for the sandbox's
+	// network namespace (through its first process in cgroup.procs and
+	// ProcPath/<pid>/net/dev). Without PodsCgroup pods and containers have
+	// only the runtime's pressure and interfaces.
 	KubeletCgroup, RuntimeCgroup, SystemCgroup, PodsCgroup string
 	// AllocatableMemory, in bytes, is the node's allocatable memory. With
 	// it the "pods" system container reports AvailableBytes =

@@ -3,6 +3,7 @@ package stats
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -29,6 +30,9 @@ type podPass struct {
 	full bool
 	// containerFs fills the capacity figures of writable layers; may be nil.
 	containerFs *statsapi.FsStats
+	// cgroups finds the pods' and containers' cgroups, for the pressure
+	// the runtime does not report and the sandboxes' network namespaces.
+	cgroups *podCgroups
 
 	containers map[string]*runtimeapi.Container // running, by ID
 	sandboxes  map[string]*runtimeapi.PodSandbox
@@ -42,10 +46,13 @@ type podPass struct {
 // kubelet's CRI stats provider with PodAndContainerStatsFromCRI: the
 // running containers of the live sandboxes, with their sandbox's stats, or
 // — when the runtime cannot report sandbox stats — grouped from container
-// stats with pod CPU and memory summed.
-func (p *Provider) listPods(ctx context.Context, now time.Time, full bool, containerFs *statsapi.FsStats) ([]statsapi.PodStats, error) {
+// stats with pod CPU and memory summed. Pressure the runtime does not
+// report, and the pods' network interfaces, come from the cgroups cg finds
+// below PodsCgroup.
+func (p *Provider) listPods(ctx context.Context, cg cgroupFS, now time.Time, full bool, containerFs *statsapi.FsStats) ([]statsapi.PodStats, error) {
 	rt := p.cfg.Runtime
-	pp := &podPass{p: p, ctx: ctx, now: now, full: full, containerFs: containerFs, pass: p.podRates.begin()}
+	pp := &podPass{p: p, ctx: ctx, now: now, full: full, containerFs: containerFs, pass: p.podRates.begin(),
+		cgroups: newPodCgroups(cg, p.cfg.PodsCgroup)}
 	containers, err := rt.ListContainers(ctx, &runtimeapi.ContainerFilter{})
 	if err != nil {
 		return nil, fmt.Errorf("stats: ListContainers: %w", err)
@@ -144,12 +151,13 @@ func (pp *podPass) fromSandboxStats(stats []*runtimeapi.PodSandboxStats) ([]stat
 			ps.Memory = criMemory(m, pp.now)
 		}
 		if pp.full {
-			ps.Network = criNetwork(lx.GetNetwork(), pp.now)
+			ps.Network = pp.podNetwork(sb, lx.GetNetwork())
 			if pc := lx.GetProcess().GetProcessCount(); pc != nil {
 				ps.ProcessStats = &statsapi.ProcessStats{ProcessCount: u64(pc)}
 			}
 		}
 		sumContainers(&ps)
+		pp.podPressure(&ps, sb, lx)
 		out = append(out, ps)
 	}
 	return out, nil
@@ -163,8 +171,13 @@ func (pp *podPass) fromContainerStats() ([]statsapi.PodStats, error) {
 	}
 	var out []statsapi.PodStats
 	for _, id := range pp.podOrder() {
-		ps := pp.pod(pp.sandboxes[id], pp.byPod[id])
+		sb := pp.sandboxes[id]
+		ps := pp.pod(sb, pp.byPod[id])
+		if pp.full {
+			ps.Network = pp.podNetwork(sb, nil)
+		}
 		sumContainers(&ps)
+		pp.podPressure(&ps, sb, nil)
 		out = append(out, ps)
 	}
 	return out, nil
@@ -222,15 +235,16 @@ func (pp *podPass) pod(sb *runtimeapi.PodSandbox, cstats []*runtimeapi.Container
 		if c == nil {
 			continue // exited or removed since ListContainers
 		}
-		ps.Containers = append(ps.Containers, pp.container(s, c))
+		ps.Containers = append(ps.Containers, pp.container(sb, s, c))
 	}
 	return ps
 }
 
-// container converts one container's stats. Like the kubelet, a section the
-// runtime omits is reported as zeros at the current time, so every running
-// container has CPU, memory and swap figures.
-func (pp *podPass) container(s *runtimeapi.ContainerStats, c *runtimeapi.Container) statsapi.ContainerStats {
+// container converts the stats of container c of sandbox sb. Like the
+// kubelet, a section the runtime omits is reported as zeros at the current
+// time, so every running container has CPU, memory and swap figures (and
+// IO in a full pass).
+func (pp *podPass) container(sb *runtimeapi.PodSandbox, s *runtimeapi.ContainerStats, c *runtimeapi.Container) statsapi.ContainerStats {
 	now := metav1.NewTime(pp.now)
 	name := s.GetAttributes().GetMetadata().GetName()
 	if name == "" {
@@ -260,6 +274,7 @@ func (pp *podPass) container(s *runtimeapi.ContainerStats, c *runtimeapi.Contain
 	if pp.full {
 		cs.Rootfs = pp.rootfs(s.WritableLayer)
 	}
+	pp.containerPressure(&cs, sb, s, c.Id)
 	return cs
 }
 
@@ -372,17 +387,22 @@ func criMemory(m *runtimeapi.MemoryUsage, now time.Time) *statsapi.MemoryStats {
 	}
 }
 
+// criNetwork converts the sandbox's network usage: the default interface
+// at the top level and, as the summary lists every interface of the pod
+// (cadvisor's view) while the CRI lists the others apart, first in
+// Interfaces, followed by the others (one entry per name).
 func criNetwork(n *runtimeapi.NetworkUsage, now time.Time) *statsapi.NetworkStats {
 	if n == nil {
 		return nil
 	}
 	out := &statsapi.NetworkStats{Time: criTime(n.Timestamp, now),
-		Interfaces: make([]statsapi.InterfaceStats, 0, len(n.Interfaces))}
+		Interfaces: make([]statsapi.InterfaceStats, 0, len(n.Interfaces)+1)}
 	if d := n.DefaultInterface; d != nil {
 		out.InterfaceStats = criInterface(d)
+		out.Interfaces = append(out.Interfaces, criInterface(d))
 	}
 	for _, i := range n.Interfaces {
-		if i != nil {
+		if i != nil && !slices.ContainsFunc(out.Interfaces, func(s statsapi.InterfaceStats) bool { return s.Name == i.Name }) {
 			out.Interfaces = append(out.Interfaces, criInterface(i))
 		}
 	}

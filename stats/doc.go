@@ -8,8 +8,11 @@
 // A [Provider] built with [New] holds no goroutine and reads everything on
 // each call, from files and the runtime, without cadvisor:
 //
-//   - node memory and swap from /proc/meminfo, RSS and page faults from the
-//     root cgroup's memory.stat; node CPU from the root cgroup (cpu.stat on
+//   - node memory from the root cgroup as cadvisor reads its root
+//     container (usage less inactive file pages; v2's root from its
+//     memory.stat, as runc emulates it), capacity and swap from
+//     /proc/meminfo, RSS and page faults from the root cgroup's
+//     memory.stat; node CPU from the root cgroup (cpu.stat on
 //     cgroup v2, cpuacct.usage on v1) or /proc/stat; the node's network
 //     interfaces from /proc/1/net/dev; PID limits from procfs; the node,
 //     image and container filesystems by statfs(2); the node's start time is
@@ -24,10 +27,34 @@
 //     the live sandboxes, pod CPU and memory from the sandbox's stats or
 //     else summed from its containers, pod network and process count from
 //     the sandbox, start times from creation times; plus each container's
-//     log usage and each pod's volumes and local ephemeral storage.
+//     log usage and each pod's volumes and local ephemeral storage;
+//   - pressure stall information (PSI, the psi objects of CPU, memory and
+//     IO, some and full, total and 10s/60s/300s averages): the node's
+//     from the root cgroup, the system containers' from theirs, a pod's or
+//     container's from the runtime where it reports them (CRI PsiStats)
+//     and else from the pod's or container's cgroup, found below
+//     PodsCgroup. Cgroup v2 figures come from cpu.pressure, memory.pressure
+//     and io.pressure; on cgroup v1, or where a file is absent (a kernel
+//     without PSI) or PSI is off, they are zeros, which is what the kubelet
+//     reports from cadvisor there. Totals are the files' microseconds, as
+//     the kubelet's (the API's comment says nanoseconds; the kubelet copies
+//     cadvisor's and the CRI's figures unchanged, and cadvisor's own
+//     metrics divide them by 10^6);
+//   - IO objects (time and IO pressure) in Get: the node's and a system
+//     container's when its cgroup has an IO directory (io on v2, blkio on
+//     v1), as cadvisor's; every container's (at the current time when
+//     nothing is known); a pod's from the runtime, its cgroup, or else timed
+//     as its newest container's, without pressure;
+//   - a pod's interfaces: every interface of the sandbox's network
+//     namespace, read as cadvisor reads it (the first process of the
+//     sandbox's cgroup, its /proc/<pid>/net/dev, without loopback, veths
+//     and docker/nerdctl bridges), else the runtime's default interface
+//     followed by the others it reports; the runtime's default interface
+//     (eth0 without one) is also the network's top level.
 //
 // [Provider.Get] reads all of it; [Provider.GetCPUAndMemoryStats] only the
-// CPU, memory and swap figures, which is what /metrics/resource needs.
+// CPU (with its pressure), memory (with its pressure) and swap figures,
+// which is what /metrics/resource needs.
 //
 // A pod's volumes are what Config.PodVolumes reports ([PodVolume]): used
 // bytes and inodes, the figures of the filesystem the volume is on, the
@@ -64,7 +91,8 @@
 //     them elsewhere, PodLogsDir, PodVolumes (volumes.Manager.Usage),
 //     AllocatableMemory, and the cgroups of the runtime and of the pods
 //     (PodsCgroup: "/kubepods" with the cgroupfs driver, "/kubepods.slice"
-//     with systemd).
+//     with systemd; the pods' and containers' cgroups are found below it,
+//     for their pressure and the pods' network namespaces).
 //  3. Hand the Provider to eviction.Config.Summary and
 //     kubeletapi.Config.Summary; both accept it as is. There is nothing to
 //     run or stop.
@@ -104,11 +132,11 @@
 //     whose ListPodSandboxStats fails for any reason (not only
 //     Unimplemented) is read through ListContainerStats instead, with pod
 //     CPU and memory summed from the containers.
-//   - The node's working set is MemTotal − MemAvailable from
-//     /proc/meminfo, not the root cgroup's usage − inactive_file that
-//     cadvisor reports; usage is MemTotal − MemFree as upstream's on cgroup
-//     v2. Node swap is SwapTotal − SwapFree, reported (as zeros) without
-//     swap too, as upstream's.
+//   - Where the root cgroup has no memory figures, the node's usage is
+//     MemTotal − MemFree and its working set MemTotal − MemAvailable from
+//     /proc/meminfo (upstream then has no node memory). Node swap is
+//     SwapTotal − SwapFree, reported (as zeros) without swap too, as
+//     upstream's.
 //   - usageNanoCores: upstream advances its CPU cache only from the
 //     eviction manager's calls and computes no rate for sandbox counters;
 //     here every caller advances it over windows of at least
@@ -146,6 +174,21 @@
 //     for the summary in the scraping goroutine with no deadline of its
 //     own: CollectorConfig.Context, the Provider's CRI calls and
 //     volumes.Manager's bounded statfs keep it from hanging.
-//   - Not reported: PSI and IO stats, accelerators, user-defined metrics,
-//     per-container process counts (the sandbox's count is), Windows.
+//   - PSI of pods and containers: the runtime's where it reports it, else
+//     the cgroup's. Upstream's default (cadvisor-backed) CRI provider
+//     prefers cadvisor's cgroup figures and its PodAndContainerStatsFromCRI
+//     path takes only the runtime's; both read the same cgroups. Without
+//     PodsCgroup, or for a cgroup not found there, a pod or container has
+//     only the runtime's pressure (upstream: cadvisor's, when it knows the
+//     cgroup). A pod's IO object without the runtime's or its cgroup's is
+//     timed as its newest container's (upstream: its first container's).
+//   - Pod interfaces: upstream's default provider lists the sandbox's
+//     network namespace from cadvisor, eth0 as the top level, also for a
+//     host-network pod (whose namespace is the host's); so does this one
+//     when the sandbox's cgroup and process are found, but keeps the
+//     runtime's default interface and time at the top level. Without them
+//     the runtime's default interface comes first in the list (the CRI
+//     lists the others apart; upstream's CRI path copies only those).
+//   - Not reported: accelerators, user-defined metrics, per-container
+//     process counts (the sandbox's count is), Windows.
 package stats

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodekit/nodekit/stats/statstest"
@@ -38,18 +40,21 @@ type host struct {
 	runtimeCg  string
 	podsCg     string
 	nodeFsPath string
+	// seeds numbers the cgroups written, for their pressure figures.
+	seeds map[string]int
 }
 
 // newHost writes a host with 8Gi of memory (6Gi available, 2Gi free), 1Gi
 // of swap (256Mi used), three interfaces, and cgroups for the root, the
 // kubelet (this process's cgroup), containerd and kubepods (limited to
-// 4Gi), as cgroup v2 or v1.
+// 4Gi), as cgroup v2 (each with its own pressure files, see wantPSI) or v1
+// (with a blkio directory, and no pressure files).
 func newHost(t testing.TB, v2 bool) *host {
 	dir := t.TempDir()
 	h := &host{t: t, dir: dir, proc: filepath.Join(dir, "proc"), cg: filepath.Join(dir, "cgroup"), v2: v2,
 		clock: clocktesting.NewFakeClock(epoch), rt: &statstest.Runtime{},
 		kubeletCg: "/system.slice/kubelet.service", runtimeCg: "/system.slice/containerd.service", podsCg: "/kubepods",
-		nodeFsPath: dir}
+		nodeFsPath: dir, seeds: map[string]int{}}
 	h.write(h.proc, "meminfo", "MemTotal:        8388608 kB\nMemFree:         2097152 kB\nMemAvailable:    6291456 kB\n"+
 		"Buffers:          102400 kB\nSwapCached:            0 kB\nSwapTotal:       1048576 kB\nSwapFree:         786432 kB\n")
 	h.setProcStat(1000, 100)
@@ -68,11 +73,77 @@ func newHost(t testing.TB, v2 bool) *host {
 	} else {
 		h.write(h.proc, "self/cgroup", "12:memory:"+h.kubeletCg+"\n11:cpu,cpuacct:"+h.kubeletCg+"\n1:name=systemd:"+h.kubeletCg+"\n")
 	}
-	h.setCgroup("/", 40*time.Second, 0, 0)
+	h.setCgroup("/", 40*time.Second, 4*Gi, 0)
 	h.setCgroup(h.kubeletCg, 2*time.Second, 100*Mi, 0)
 	h.setCgroup(h.runtimeCg, 3*time.Second, 200*Mi, 0)
 	h.setCgroup(h.podsCg, 20*time.Second, Gi, 4*Gi)
 	return h
+}
+
+// addCgroupDir creates cgroup: on v2 its directory with pressure files
+// (wantPSI(h.seed(cgroup), …)); on v1 its cpu,cpuacct, memory and blkio
+// directories.
+func (h *host) addCgroupDir(cgroup string) {
+	h.t.Helper()
+	if !h.v2 {
+		for _, c := range []string{"cpu,cpuacct", "memory", "blkio"} {
+			require.NoError(h.t, os.MkdirAll(filepath.Join(h.cg, c, cgroup), 0o755))
+		}
+		return
+	}
+	seed := h.seed(cgroup)
+	for i, r := range []string{"cpu", "memory", "io"} {
+		h.write(h.cg, cgroup+"/"+r+".pressure", psiText(wantPSI(seed, i)))
+	}
+}
+
+// seed is the number of cgroup: 1 for the first one written, and so on.
+func (h *host) seed(cgroup string) int {
+	if _, ok := h.seeds[cgroup]; !ok {
+		h.seeds[cgroup] = len(h.seeds) + 1
+	}
+	return h.seeds[cgroup]
+}
+
+// setProcs writes a cgroup's process list (v2, or v1's cpu,cpuacct).
+func (h *host) setProcs(cgroup string, pids ...int) {
+	var content string
+	for _, p := range pids {
+		content += itoa(p) + "\n"
+	}
+	if h.v2 {
+		h.write(h.cg, cgroup+"/cgroup.procs", content)
+		return
+	}
+	h.write(h.cg, "cpu,cpuacct"+cgroup+"/cgroup.procs", content)
+}
+
+// Resources of wantPSI.
+const (
+	psiCPU = iota
+	psiMemory
+	psiIO
+)
+
+// wantPSI is the pressure the fixture writes for resource (psiCPU,
+// psiMemory, psiIO) of the cgroup numbered seed: a different figure in
+// every field, cgroup and resource, all exact in binary and in the file's
+// two decimals.
+func wantPSI(seed, resource int) *statsapi.PSIStats {
+	n := seed*10 + resource
+	f := float64(n)
+	return &statsapi.PSIStats{
+		Some: statsapi.PSIData{Avg10: f + 0.25, Avg60: f + 0.5, Avg300: f + 0.75, Total: uint64(n)*1_000_000 + 1},
+		Full: statsapi.PSIData{Avg10: f + 0.75, Avg60: f + 0.5, Avg300: f + 0.25, Total: uint64(n)*1_000_000 + 2},
+	}
+}
+
+// psiText is a pressure file as the kernel writes it.
+func psiText(p *statsapi.PSIStats) string {
+	line := func(kind string, d statsapi.PSIData) string {
+		return fmt.Sprintf("%s avg10=%.2f avg60=%.2f avg300=%.2f total=%d\n", kind, d.Avg10, d.Avg60, d.Avg300, d.Total)
+	}
+	return line("some", p.Some) + line("full", p.Full)
 }
 
 func (h *host) write(base, rel, content string) {
@@ -93,6 +164,7 @@ func (h *host) setProcStat(userSec, systemSec int) {
 // usage file on v2, as the kernel's.
 func (h *host) setCgroup(cgroup string, cpu time.Duration, usage, limit uint64) {
 	inactive := usage / 10
+	h.addCgroupDir(cgroup)
 	if h.v2 {
 		h.write(h.cg, cgroup+"/cpu.stat", "usage_usec "+utoa(uint64(cpu/time.Microsecond))+"\nuser_usec 1\nsystem_usec 1\n")
 		h.write(h.cg, cgroup+"/memory.stat", "anon "+utoa(usage/2)+"\nfile 5\ninactive_file "+utoa(inactive)+"\npgfault 77\npgmajfault 7\n")

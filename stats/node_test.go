@@ -49,10 +49,17 @@ func TestNodeStats(t *testing.T) {
 			require.Equal(t, epoch, n.CPU.Time.Time.UTC())
 
 			m := n.Memory
-			require.Equal(t, uint64(6*Gi), *m.AvailableBytes)
-			require.Equal(t, uint64(2*Gi), *m.WorkingSetBytes, "MemTotal − MemAvailable")
-			require.Equal(t, uint64(6*Gi), *m.UsageBytes, "MemTotal − MemFree")
-			require.Equal(t, uint64(0), *m.RSSBytes, "root memory.stat: half of zero usage")
+			// cadvisor's root container: v1 the root's usage (4Gi) less
+			// total_inactive_file (a tenth); v2 anon (2Gi) + file (5) less
+			// inactive_file. Available is MemTotal (8Gi) − working set.
+			usage, ws := uint64(4*Gi), uint64(4*Gi-4*Gi/10)
+			if v2 {
+				usage, ws = 2*Gi+5, 2*Gi+5-4*Gi/10
+			}
+			require.Equal(t, usage, *m.UsageBytes, "the root cgroup's usage")
+			require.Equal(t, ws, *m.WorkingSetBytes, "usage − inactive file")
+			require.Equal(t, 8*Gi-ws, *m.AvailableBytes, "MemTotal − working set")
+			require.Equal(t, uint64(2*Gi), *m.RSSBytes, "root memory.stat: half the usage")
 			require.Equal(t, uint64(77), *m.PageFaults)
 			require.Equal(t, uint64(7), *m.MajorPageFaults)
 			require.Equal(t, uint64(256*Mi), *n.Swap.SwapUsageBytes)
@@ -219,7 +226,7 @@ func TestCgroupLimits(t *testing.T) {
 	require.Equal(t, uint64(4*Gi), *st.memory.limit)
 	require.Equal(t, uint64(1024), *st.swap)
 	require.Equal(t, uint64(1048576), *st.swapLimit)
-	cs := h.provider().cgroupContainer("pods", h.podsCg, st, epoch, time.Time{})
+	cs := h.provider().cgroupContainer("pods", h.podsCg, st, epoch, time.Time{}, true)
 	require.Equal(t, uint64(4*Gi-(Gi-Gi/10)), *cs.Memory.AvailableBytes)
 	require.Equal(t, uint64(1048576-1024), *cs.Swap.SwapAvailableBytes)
 

@@ -184,6 +184,22 @@ func readNetDev(procPath string) ([]netInterface, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stats: read %s: %w", p, err)
 	}
+	return parseNetDev(p, data)
+}
+
+// readNetDevFile reads a /proc/<pid>/net/dev file: the interfaces of that
+// process's network namespace, filtered as readNetDev's.
+func readNetDevFile(p string) ([]netInterface, error) {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("stats: read %s: %w", p, err)
+	}
+	return parseNetDev(p, data)
+}
+
+// parseNetDev parses the net/dev file p holds, without cadvisor's ignored
+// interfaces.
+func parseNetDev(p string, data []byte) ([]netInterface, error) {
 	var out []netInterface
 	n := 0
 	for line := range strings.Lines(string(data)) {
@@ -204,6 +220,7 @@ func readNetDev(procPath string) ([]netInterface, error) {
 		}
 		var v [4]uint64
 		for i, col := range []int{0, 2, 8, 10} { // rx bytes, rx errs, tx bytes, tx errs
+			var err error
 			if v[i], err = strconv.ParseUint(f[col], 10, 64); err != nil {
 				return nil, fmt.Errorf("stats: %s: %s: %w", p, name, err)
 			}

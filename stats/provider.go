@@ -44,7 +44,7 @@ func New(cfg Config) (*Provider, error) {
 	}, nil
 }
 
-// Get reads the whole summary: node CPU, memory, swap, network,
+// Get reads the whole summary: node CPU, memory, swap, IO, network,
 // filesystems, PID limits and system containers, and every pod with its
 // containers, volumes and local ephemeral storage. It fails if node memory,
 // a filesystem or the PID limits cannot be read; pods the runtime cannot
@@ -54,9 +54,10 @@ func (p *Provider) Get(ctx context.Context) (*statsapi.Summary, error) {
 	return p.summary(ctx, true)
 }
 
-// GetCPUAndMemoryStats reads the CPU, memory and swap figures only, as the
-// kubelet's method of that name: node, system containers, pods and
-// containers, without filesystems, networks, PID limits, logs or volumes.
+// GetCPUAndMemoryStats reads the CPU, memory and swap figures only (CPU and
+// memory with their pressure), as the kubelet's method of that name: node,
+// system containers, pods and containers, without IO, filesystems,
+// networks, PID limits, logs or volumes.
 // It is what /metrics/resource and /stats/summary?only_cpu_and_memory=true
 // serve.
 func (p *Provider) GetCPUAndMemoryStats(ctx context.Context) (*statsapi.Summary, error) {
@@ -91,6 +92,7 @@ func (p *Provider) summary(ctx context.Context, full bool) (*statsapi.Summary, e
 
 	var containerFs *statsapi.FsStats
 	if full {
+		n.IO = ioStats(root.psi.io, t)
 		n.Network = nodeNetwork(ctx, p.cfg.ProcPath, t)
 		if err := p.filesystems(&n, t); err != nil {
 			return nil, err
@@ -102,7 +104,7 @@ func (p *Provider) summary(ctx context.Context, full bool) (*statsapi.Summary, e
 	}
 	s := &statsapi.Summary{Node: n}
 	if p.cfg.Runtime != nil {
-		if s.Pods, err = p.listPods(ctx, now, full, containerFs); err != nil {
+		if s.Pods, err = p.listPods(ctx, cg, now, full, containerFs); err != nil {
 			// Node-level signals still stand; pods are ranked without
 			// usage rather than every pass failing.
 			klog.FromContext(ctx).V(2).Info("Pod stats unavailable; the summary has no pods", "err", err)
@@ -114,7 +116,7 @@ func (p *Provider) summary(ctx context.Context, full bool) (*statsapi.Summary, e
 			}
 		}
 	}
-	s.Node.SystemContainers = p.systemContainers(ctx, cg, s.Pods, now, boot)
+	s.Node.SystemContainers = p.systemContainers(ctx, cg, s.Pods, now, boot, full)
 	return s, nil
 }
 

@@ -11,10 +11,10 @@ import (
 )
 
 // systemContainers reports the kubelet, runtime, misc and pods system
-// containers whose cgroups can be read, in that order. The pods container
-// falls back to the pods' summed working set when AllocatableMemory is set
-// and its cgroup cannot be read.
-func (p *Provider) systemContainers(ctx context.Context, fs cgroupFS, pods []statsapi.PodStats, now, boot time.Time) []statsapi.ContainerStats {
+// containers whose cgroups can be read, in that order; full adds their IO.
+// The pods container falls back to the pods' summed working set when
+// AllocatableMemory is set and its cgroup cannot be read.
+func (p *Provider) systemContainers(ctx context.Context, fs cgroupFS, pods []statsapi.PodStats, now, boot time.Time, full bool) []statsapi.ContainerStats {
 	logger := klog.FromContext(ctx)
 	kubelet := p.cfg.KubeletCgroup
 	if kubelet == "" {
@@ -42,7 +42,7 @@ func (p *Provider) systemContainers(ctx context.Context, fs cgroupFS, pods []sta
 			}
 			continue
 		}
-		cs := p.cgroupContainer(sc.name, sc.cgroup, st, now, boot)
+		cs := p.cgroupContainer(sc.name, sc.cgroup, st, now, boot, full)
 		if sc.name == statsapi.SystemContainerKubelet {
 			cs.StartTime = metav1.NewTime(p.created)
 		}
@@ -71,8 +71,9 @@ func hasContainer(cs []statsapi.ContainerStats, name string) bool {
 // cgroupContainer converts a cgroup's figures (read at now; boot is the
 // earliest start time reported) as the kubelet converts
 // cadvisor's: available = limit − working set when limited, swap available
-// = swap limit − swap usage.
-func (p *Provider) cgroupContainer(name, cgroup string, st cgroupStats, now, boot time.Time) statsapi.ContainerStats {
+// = swap limit − swap usage, CPU and memory with their pressure, and with
+// full the IO pressure.
+func (p *Provider) cgroupContainer(name, cgroup string, st cgroupStats, now, boot time.Time, full bool) statsapi.ContainerStats {
 	t := metav1.NewTime(now)
 	cs := statsapi.ContainerStats{Name: name, StartTime: metav1.NewTime(st.created)}
 	if !st.created.IsZero() && st.created.Before(boot) {
@@ -81,11 +82,15 @@ func (p *Provider) cgroupContainer(name, cgroup string, st cgroupStats, now, boo
 	if st.cpu != nil {
 		v := *st.cpu
 		cs.CPU = &statsapi.CPUStats{Time: t, UsageCoreNanoSeconds: &v,
-			UsageNanoCores: p.hostRates.observe(0, "cgroup:"+cgroup, cpuSample{at: now.UnixNano(), usage: v})}
+			UsageNanoCores: p.hostRates.observe(0, "cgroup:"+cgroup, cpuSample{at: now.UnixNano(), usage: v}),
+			PSI:            st.psi.cpu}
+	}
+	if full {
+		cs.IO = ioStats(st.psi.io, t)
 	}
 	if m := st.memory; m != nil {
 		cs.Memory = &statsapi.MemoryStats{Time: t, UsageBytes: &m.usage, WorkingSetBytes: &m.workingSet,
-			RSSBytes: &m.rss, PageFaults: &m.pageFaults, MajorPageFaults: &m.majorPageFaults}
+			RSSBytes: &m.rss, PageFaults: &m.pageFaults, MajorPageFaults: &m.majorPageFaults, PSI: st.psi.memory}
 		if m.limit != nil {
 			avail := *m.limit - min(*m.limit, m.workingSet)
 			cs.Memory.AvailableBytes = &avail

@@ -31,6 +31,7 @@ type Mount struct {
 
 	once sync.Once
 	v2   bool
+	psi  bool
 }
 
 // NewMount returns the mount at root (DefaultRoot if empty) with procfs at
@@ -49,11 +50,25 @@ func NewMount(root, proc string) *Mount {
 // Unified reports whether the mount is the unified (v2) hierarchy: its
 // root has cgroup.controllers.
 func (m *Mount) Unified() bool {
+	m.probe()
+	return m.v2
+}
+
+// PSI reports whether the host keeps pressure stall information: the
+// unified root has cpu.pressure (cadvisor's check before it serves any
+// container_pressure_* family).
+func (m *Mount) PSI() bool {
+	m.probe()
+	return m.psi
+}
+
+func (m *Mount) probe() {
 	m.once.Do(func() {
 		_, err := os.Stat(filepath.Join(m.root, "cgroup.controllers"))
 		m.v2 = err == nil
+		_, err = os.Stat(filepath.Join(m.root, "cpu.pressure"))
+		m.psi = m.v2 && err == nil
 	})
-	return m.v2
 }
 
 // Reader returns a reader for one goroutine, with its own buffer.
