@@ -15,7 +15,7 @@
 #   AGENTS="kubelet nodekit"  the agents to measure, in order (default both); the verdict compares
 #                             the last with the first: every query that returns data under the
 #                             first must return data under the last
-#   KEEP=1                    leave the last cluster running
+#   KEEP=1                    leave the last cluster running (default: down.sh --purge)
 #
 # Results: $STATE/report/consumers-<time>/{<agent>-queries.tsv,<agent>-top.txt,verdict.txt}.
 # Exit status 0 only when every agent passes step 1 and the last agent misses no query the first
@@ -204,7 +204,9 @@ rc=0
 for agent in $AGENTS; do
   measure "$agent" || rc=1
 done
-[ "${KEEP:-0}" = 1 ] || "$HERE/down.sh"
+# Purged: the burner deployment and the aggregated API must not outlive the run (a later
+# `make conformance` keeps etcd and would start the burners again).
+[ "${KEEP:-0}" = 1 ] || "$HERE/down.sh" --purge
 
 # ---------------------------------------------------------------- verdict
 first=${AGENTS%% *} last=${AGENTS##* }
