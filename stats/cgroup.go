@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nodekit/nodekit/internal/cgroupstat"
 )
 
 // cgroupStats is what one read of a cgroup gives; nil fields were not
@@ -202,7 +204,7 @@ const unlimitedMemory = uint64(1 << 62)
 // optLimit reads a memory limit file; "max" or a value above
 // unlimitedMemory is nil, as is a missing file.
 func optLimit(p string) (*uint64, error) {
-	data, err := os.ReadFile(p)
+	data, err := cgroupstat.ReadFile(p, nil)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -226,7 +228,7 @@ func optLimit(p string) (*uint64, error) {
 // optFileUint reads a file holding one unsigned integer; a missing file is
 // nil.
 func optFileUint(p string) (*uint64, error) {
-	data, err := os.ReadFile(p)
+	data, err := cgroupstat.ReadFile(p, nil)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -244,7 +246,7 @@ func optFileUint(p string) (*uint64, error) {
 // and cpu.stat); a missing file is nil. Values that do not parse are
 // skipped.
 func readKeyed(p string) (map[string]uint64, error) {
-	data, err := os.ReadFile(p)
+	data, err := cgroupstat.ReadFile(p, nil)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/nodekit/nodekit/internal/cgroupstat"
 )
 
 // podCgroups finds the cgroups of pods below the pods cgroup, and of their
@@ -153,7 +155,7 @@ func (c cgroupFS) firstPID(cgroup string) (int, error) {
 		return 0, fmt.Errorf("%w: %s", errNoCgroup, cgroup)
 	}
 	p := filepath.Join(dir, "cgroup.procs")
-	data, err := os.ReadFile(p)
+	data, err := cgroupstat.ReadFile(p, nil)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, fmt.Errorf("%w: %s", errNoCgroup, cgroup)
 	}

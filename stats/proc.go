@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nodekit/nodekit/internal/cgroupstat"
 )
 
 // meminfo is what the provider uses of /proc/meminfo, in bytes.
@@ -25,7 +26,7 @@ type meminfo struct {
 // SwapFree.
 func readMeminfo(procPath string) (meminfo, error) {
 	p := filepath.Join(procPath, "meminfo")
-	data, err := os.ReadFile(p)
+	data, err := cgroupstat.ReadFile(p, nil)
 	if err != nil {
 		return meminfo{}, fmt.Errorf("stats: read %s: %w", p, err)
 	}
@@ -74,7 +75,7 @@ const userHZ = 100
 
 func readProcStat(procPath string) (procStat, error) {
 	p := filepath.Join(procPath, "stat")
-	data, err := os.ReadFile(p)
+	data, err := cgroupstat.ReadFile(p, nil)
 	if err != nil {
 		return procStat{}, fmt.Errorf("stats: read %s: %w", p, err)
 	}
@@ -126,7 +127,7 @@ func pidLimits(procPath string) (maxPID, running int64, err error) {
 		}
 	}
 	p := filepath.Join(procPath, "loadavg")
-	data, err := os.ReadFile(p)
+	data, err := cgroupstat.ReadFile(p, nil)
 	if err != nil {
 		return 0, 0, fmt.Errorf("stats: read %s: %w", p, err)
 	}
@@ -142,7 +143,7 @@ func pidLimits(procPath string) (maxPID, running int64, err error) {
 }
 
 func readInt(p string) (int64, error) {
-	data, err := os.ReadFile(p)
+	data, err := cgroupstat.ReadFile(p, nil)
 	if err != nil {
 		return 0, fmt.Errorf("stats: read %s: %w", p, err)
 	}
@@ -176,10 +177,10 @@ func ignoredInterface(name string) bool {
 // ProcPath has no PID 1.
 func readNetDev(procPath string) ([]netInterface, error) {
 	p := filepath.Join(procPath, "1", "net", "dev")
-	data, err := os.ReadFile(p)
+	data, err := cgroupstat.ReadFile(p, nil)
 	if errors.Is(err, fs.ErrNotExist) {
 		p = filepath.Join(procPath, "net", "dev")
-		data, err = os.ReadFile(p)
+		data, err = cgroupstat.ReadFile(p, nil)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("stats: read %s: %w", p, err)
@@ -190,7 +191,7 @@ func readNetDev(procPath string) ([]netInterface, error) {
 // readNetDevFile reads a /proc/<pid>/net/dev file: the interfaces of that
 // process's network namespace, filtered as readNetDev's.
 func readNetDevFile(p string) ([]netInterface, error) {
-	data, err := os.ReadFile(p)
+	data, err := cgroupstat.ReadFile(p, nil)
 	if err != nil {
 		return nil, fmt.Errorf("stats: read %s: %w", p, err)
 	}
@@ -236,7 +237,7 @@ func parseNetDev(p string, data []byte) ([]netInterface, error) {
 // or the name=systemd path when present.
 func selfCgroup(procPath string, v2 bool) (string, error) {
 	p := filepath.Join(procPath, "self", "cgroup")
-	data, err := os.ReadFile(p)
+	data, err := cgroupstat.ReadFile(p, nil)
 	if err != nil {
 		return "", fmt.Errorf("stats: read %s: %w", p, err)
 	}

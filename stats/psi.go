@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 
+	"github.com/nodekit/nodekit/internal/cgroupstat"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
@@ -68,7 +68,7 @@ func (c cgroupFS) pressureIn(cpuDir, memDir, ioDir string) (pressure, error) {
 // leaves its figures then; any other read error or a malformed line is an
 // error.
 func readPSIFile(p string) (*statsapi.PSIStats, error) {
-	data, err := os.ReadFile(p)
+	data, err := cgroupstat.ReadFile(p, nil)
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTSUP):
 		return &statsapi.PSIStats{}, nil

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -226,25 +225,11 @@ func (r *Reader) readV1(name string, s *Stats) {
 // readFile reads dir/file into the reader's buffer, valid until the next
 // read.
 func (r *Reader) readFile(dir, file string) ([]byte, error) {
-	f, err := os.Open(dir + "/" + file)
-	if err != nil {
-		return nil, err
+	data, err := ReadFile(dir+"/"+file, r.buf)
+	if cap(data) > cap(r.buf) {
+		r.buf = data[:0]
 	}
-	defer f.Close()
-	r.buf = r.buf[:0]
-	for {
-		if len(r.buf) == cap(r.buf) {
-			r.buf = append(r.buf, 0)[:len(r.buf)]
-		}
-		n, err := f.Read(r.buf[len(r.buf):cap(r.buf)])
-		r.buf = r.buf[:len(r.buf)+n]
-		if errors.Is(err, io.EOF) {
-			return r.buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
+	return data, err
 }
 
 // lookup finds the value of key in "key value" lines.

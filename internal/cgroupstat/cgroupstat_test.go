@@ -1,9 +1,11 @@
 package cgroupstat
 
 import (
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -190,4 +192,26 @@ func TestParseNetDevMalformed(t *testing.T) {
 	ifaces, err := parseNetDev([]byte("h1\nh2\n"))
 	require.NoError(t, err)
 	require.Empty(t, ifaces)
+}
+
+func TestReadFile(t *testing.T) {
+	dir := t.TempDir()
+	big := strings.Repeat("total_cache 1\n", 1000) // over the first read's 4 KiB
+	require.NoError(t, os.WriteFile(dir+"/big", []byte(big), 0o644))
+	require.NoError(t, os.WriteFile(dir+"/empty", nil, 0o644))
+
+	buf := make([]byte, 0, 16)
+	data, err := ReadFile(dir+"/big", buf)
+	require.NoError(t, err)
+	require.Equal(t, big, string(data))
+	data, err = ReadFile(dir+"/empty", data)
+	require.NoError(t, err)
+	require.Empty(t, data)
+	_, err = ReadFile(dir+"/missing", nil)
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	var pe *fs.PathError
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, dir+"/missing", pe.Path)
+	_, err = ReadFile(dir, nil) // a directory opens but does not read
+	require.Error(t, err)
 }

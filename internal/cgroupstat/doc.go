@@ -8,7 +8,11 @@
 // hierarchy (cgroup.controllers at its root) or v1 controller directories
 // (cpu, cpuacct and memory under it). A [Reader] reads one scrape's cgroups
 // with one reusable buffer. Nothing here keeps state between reads: each
-// figure is the kernel's at the time of the read.
+// figure is the kernel's at the time of the read. [ReadFile] reads a file
+// with plain system calls, without the runtime poller's registration
+// os.Open does; the stats package reads its cgroup and procfs files with
+// it too (at 110 pods × 2 containers on cgroup v1 a /metrics/cadvisor
+// scrape in BenchmarkCadvisorMetrics took 0.71× the time of os.Open).
 //
 // The figures follow cadvisor (github.com/google/cadvisor v0.56.2) and the
 // cgroup library under it: on v1, hierarchical memory.stat totals
