@@ -10,7 +10,7 @@ BUILDTAGS           ?= grpcnotrace
 # Every Go file tracked or not yet tracked, minus vendored or generated trees.
 GOFILES              = $(shell find . -name '*.go' -not -path './bin/*' -not -path './.git/*')
 
-.PHONY: help build test demo-check faults containerd-test demo bench bench-cluster conformance consumers pins layering fmt-check vet staticcheck unit integration clean
+.PHONY: help build test demo-check faults containerd-test demo bench bench-cluster conformance consumers statuses pins layering fmt-check vet staticcheck unit integration clean
 
 ## test: everything CI runs — pins, gofmt, go vet, staticcheck, race tests of
 ## the library and of the nested test module (real kube-apiserver), and
@@ -101,6 +101,13 @@ conformance:
 ## AGENTS="nodekit": one agent. See conformance/README.md.
 consumers:
 	@conformance/consumers.sh
+
+## statuses: the pod statuses the reference agent writes, field for field
+## against the upstream kubelet's, for the pods of
+## test/integration/testdata/statuses (root; conformance/ built once; ~7
+## minutes). UPDATE=1 refreshes the kubelet capture make test compares with.
+statuses:
+	@conformance/statuses.sh
 
 ## bench: every benchmark, with allocations.
 bench:

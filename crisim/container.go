@@ -26,6 +26,7 @@ type container struct {
 	logPath     string
 	resources   *runtimeapi.ContainerResources
 	stopSignal  runtimeapi.Signal
+	user        *runtimeapi.ContainerUser
 
 	state      runtimeapi.ContainerState
 	createdAt  int64
@@ -81,6 +82,7 @@ func (c *container) status() *runtimeapi.ContainerStatus {
 		LogPath:     c.logPath,
 		Resources:   resources,
 		StopSignal:  c.stopSignal,
+		User:        proto.CloneOf(c.user),
 	}
 }
 

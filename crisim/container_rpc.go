@@ -73,6 +73,7 @@ func (r *runtimeService) CreateContainer(_ context.Context, req *runtimeapi.Crea
 		logPath:     logPath,
 		resources:   resources,
 		stopSignal:  cfg.StopSignal,
+		user:        processUser(cfg.GetLinux().GetSecurityContext()),
 		state:       runtimeapi.ContainerState_CONTAINER_CREATED,
 		createdAt:   s.nowNano(),
 		exited:      make(chan struct{}),
@@ -80,6 +81,21 @@ func (r *runtimeService) CreateContainer(_ context.Context, req *runtimeapi.Crea
 	s.containers[id] = c
 	s.publishContainerLocked(c, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT)
 	return &runtimeapi.CreateContainerResponse{ContainerId: id}, nil
+}
+
+// processUser is the identity of a container's process as containerd
+// reports it: the security context's user and group (root without them),
+// the group first among the supplementary groups, then the context's
+// (images carry no /etc/group here, so no group comes from the image).
+func processUser(sc *runtimeapi.LinuxContainerSecurityContext) *runtimeapi.ContainerUser {
+	u := &runtimeapi.LinuxContainerUser{Uid: sc.GetRunAsUser().GetValue(), Gid: sc.GetRunAsGroup().GetValue()}
+	u.SupplementalGroups = []int64{u.Gid}
+	for _, g := range sc.GetSupplementalGroups() {
+		if g != u.Gid {
+			u.SupplementalGroups = append(u.SupplementalGroups, g)
+		}
+	}
+	return &runtimeapi.ContainerUser{Linux: u}
 }
 
 // StartContainer runs a CREATED container according to its Script. When the

@@ -232,3 +232,22 @@ func TestUpdateResourcesAndReopenLog(t *testing.T) {
 	requireCode(t, codes.FailedPrecondition, e.rt.ReopenContainerLog(ctx, id))
 	requireCode(t, codes.FailedPrecondition, e.rt.UpdateContainerResources(ctx, id, res))
 }
+
+// TestContainerUser: a container reports its process's user as containerd
+// does: the security context's user and group, root without them, the
+// group first among the supplementary groups.
+func TestContainerUser(t *testing.T) {
+	e := newEnv(t)
+	pod := e.runPod(t, "p")
+	root := e.containerStatus(t, e.createContainer(t, pod, "root")).GetUser().GetLinux()
+	require.Equal(t, &runtimeapi.LinuxContainerUser{Uid: 0, Gid: 0, SupplementalGroups: []int64{0}}, root)
+
+	cfg := containerConfig("app")
+	cfg.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+		RunAsUser: &runtimeapi.Int64Value{Value: 1000}, RunAsGroup: &runtimeapi.Int64Value{Value: 3000},
+		SupplementalGroups: []int64{4000, 3000}}}
+	id, err := e.rt.CreateContainer(context.Background(), pod, cfg, podConfig("p"))
+	require.NoError(t, err)
+	got := e.containerStatus(t, id).GetUser().GetLinux()
+	require.Equal(t, &runtimeapi.LinuxContainerUser{Uid: 1000, Gid: 3000, SupplementalGroups: []int64{3000, 4000}}, got)
+}

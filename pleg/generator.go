@@ -104,6 +104,9 @@ func (g *Generator) Events() <-chan PodLifecycleEvent { return g.em.out }
 // Cache returns the pod status cache the generator writes.
 func (g *Generator) Cache() *Cache { return g.cache }
 
+// PodStatus is the pod's runtime state in the cache (Cache().Get).
+func (g *Generator) PodStatus(uid types.UID) (*PodStatus, error) { return g.cache.Get(uid) }
+
 // CoalescedEvents returns how many events were not delivered individually
 // because the Events channel was full (each was folded into a PodSync for
 // its pod). It is the kubelet_pleg_discard_events counter.

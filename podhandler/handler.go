@@ -76,13 +76,55 @@ type Deadlines interface {
 	PastDeadline(pod *v1.Pod) bool
 }
 
+// Workers runs pods, one worker each, as the handler drives them;
+// *podworkers.Workers implements it.
+type Workers interface {
+	// UpdatePod hands the pod's worker an update.
+	UpdatePod(ctx context.Context, u podworkers.Update) error
+	// Resync asks for the pod's periodic sync now.
+	Resync(uid types.UID) error
+	// DuePods are the pods whose periodic sync is due.
+	DuePods() []types.UID
+	// SyncKnownPods forgets the workers of pods neither desired nor
+	// running and reports the rest.
+	SyncKnownPods(ctx context.Context, desired sets.Set[types.UID]) map[types.UID]podworkers.WorkerSync
+	// IsPodKnownTerminated, IsPodTerminationRequested and
+	// IsPodForMirrorPodTerminatingByFullName report a worker's state.
+	IsPodKnownTerminated(uid types.UID) bool
+	IsPodTerminationRequested(uid types.UID) bool
+	IsPodForMirrorPodTerminatingByFullName(fullName string) bool
+}
+
+// PodStore records the desired pods, the refused ones and static pods'
+// mirrors; *podmanager.Manager implements it (podmanager.New is the
+// default).
+type PodStore interface {
+	Set(pod *v1.Pod)
+	Get(uid types.UID) (*v1.Pod, bool)
+	Remove(uid types.UID)
+	// Pods are the desired pods; Desired their UIDs.
+	Pods() []*v1.Pod
+	Desired() []types.UID
+	// Active are the pods that may hold resources: not rejected, not in
+	// a terminal phase, not known terminated.
+	Active(terminated func(types.UID) bool) []*v1.Pod
+	Reject(uid types.UID)
+	Rejected(uid types.UID) bool
+	SetMirror(mirror *v1.Pod)
+	RemoveMirror(mirror *v1.Pod)
+	MirrorOf(pod *v1.Pod) *v1.Pod
+	// OrphanedMirrors are the mirrors without a static pod.
+	OrphanedMirrors() []*v1.Pod
+	MirrorCount() int
+}
+
 // Config configures a Handler. Workers is required.
 type Config struct {
 	// Workers runs the pods.
-	Workers *podworkers.Workers
+	Workers Workers
 	// Pods records the desired pods; nil starts an empty one. Share it
 	// with the kubelet API (pods by name).
-	Pods *podmanager.Manager
+	Pods PodStore
 	// Admit decides on new pods; nil admits every pod.
 	Admit Admitter
 	// Reject sets the status of a refused pod; nil leaves it to the
@@ -119,7 +161,7 @@ type Config struct {
 // and does the kubelet's housekeeping. Build it with New.
 type Handler struct {
 	cfg     Config
-	pods    *podmanager.Manager
+	pods    PodStore
 	metrics *metrics
 }
 
@@ -150,7 +192,7 @@ func New(cfg Config) (*Handler, error) {
 }
 
 // Pods is the handler's pod manager.
-func (h *Handler) Pods() *podmanager.Manager { return h.pods }
+func (h *Handler) Pods() PodStore { return h.pods }
 
 // PodByUID is the pod of config with that UID (syncloop.Config.PodByUID).
 func (h *Handler) PodByUID(uid types.UID) (*v1.Pod, bool) { return h.pods.Get(uid) }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/nodekit/nodekit/admission"
 	"github.com/nodekit/nodekit/kubetypes"
+	"github.com/nodekit/nodekit/podmanager"
 	"github.com/nodekit/nodekit/podworkers"
 	"github.com/nodekit/nodekit/podworkers/podworkerstest"
 	"github.com/nodekit/nodekit/syncloop"
@@ -28,7 +29,11 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var _ syncloop.Handler = (*Handler)(nil)
+var (
+	_ syncloop.Handler = (*Handler)(nil)
+	_ Workers          = (*podworkers.Workers)(nil)
+	_ PodStore         = (*podmanager.Manager)(nil)
+)
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 

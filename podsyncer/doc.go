@@ -53,7 +53,8 @@
 //
 // # Host duties
 //
-// The host builds the CRI clients, a podstatus.Manager (and runs it), a
+// The host builds the CRI clients, a StatusManager (podstatus.Manager,
+// run by the host), a
 // volume manager (volumes.Manager or its own Volumes), usually a PLEG
 // (States) and a prober (Probes; *prober.Manager implements it), and hands
 // the Syncer to podworkers. It keeps the node facts (Node), services,
@@ -96,5 +97,18 @@
 //   - There is no device manager: extended resources from device plugins
 //     are not allocated to containers.
 //   - A pod's status.resources is what the agent last set its cgroup to, not
-//     read back from the cgroup as the kubelet does (so without its rounding).
+//     read back from the cgroup as the kubelet does (so without its rounding,
+//     and without the "unlimited" 9007199254740988Ki memory limit the
+//     kubelet shows on cgroup v1 for a pod without one, once a sync ran
+//     while the pod was Running).
+//   - The status is set at the end of each pass, from the runtime state the
+//     pass left; the kubelet writes it at the start of a sync, from the
+//     previous sync's outcome. So a container met by its crash-loop back-off
+//     is written as waiting CrashLoopBackOff (its exit as lastState) by the
+//     same pass, where the kubelet shows the exit itself until its next
+//     sync (for a back-off under a minute, through most of it); and a
+//     container just started is written running at once. The fields are the
+//     kubelet's either way: test/integration's TestPodStatusesMatchKubelet
+//     compares every status field of eleven pods with the kubelet's capture
+//     (conformance/statuses.sh).
 package podsyncer

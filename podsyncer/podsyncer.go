@@ -16,11 +16,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
-	"github.com/nodekit/nodekit/allocation"
 	"github.com/nodekit/nodekit/cgroups"
 	"github.com/nodekit/nodekit/pleg"
 	"github.com/nodekit/nodekit/podenv"
-	"github.com/nodekit/nodekit/podstatus"
 	"github.com/nodekit/nodekit/podsyncer/podnet"
 	"github.com/nodekit/nodekit/podworkers"
 )
@@ -73,8 +71,68 @@ type Objects interface {
 // the pod worker's barrier made fresh, and which relists one pod on demand
 // after the syncer changed it. *pleg.Generator implements it.
 type States interface {
-	Cache() *pleg.Cache
+	// PodStatus is the pod's runtime state as last inspected.
+	PodStatus(uid types.UID) (*pleg.PodStatus, error)
+	// RelistPod inspects the pod again now.
 	RelistPod(ctx context.Context, uid types.UID) (pleg.RelistResult, error)
+}
+
+// StatusManager keeps the pods' statuses and writes them to the API
+// server; *podstatus.Manager implements it.
+type StatusManager interface {
+	// PodStatus is the status last set for the pod, if any.
+	PodStatus(uid types.UID) (v1.PodStatus, bool)
+	// SetPodStatus sets the pod's status, to be written.
+	SetPodStatus(pod *v1.Pod, status v1.PodStatus)
+	// TerminatePod marks every container of the pod terminated, as the
+	// kubelet does once its containers are gone.
+	TerminatePod(pod *v1.Pod)
+	// Finish records that the pod's worker is done with it.
+	Finish(pod *v1.Pod)
+}
+
+// Cgroups is the pod cgroup tree as the syncer uses it; *cgroups.Manager
+// implements it.
+type Cgroups interface {
+	// PodCgroup is the pod's cgroup, the sandbox's cgroup parent.
+	PodCgroup(pod *v1.Pod) string
+	// PodExists says whether the pod's cgroup exists.
+	PodExists(pod *v1.Pod) bool
+	// EnsurePod creates the pod's cgroup with its limits.
+	EnsurePod(ctx context.Context, pod *v1.Pod) error
+	// UpdateQoS sizes the QoS tiers for pods.
+	UpdateQoS(ctx context.Context, pods []*v1.Pod) error
+	// PodConfig reads the pod cgroup's limits; UpdatePod writes them.
+	PodConfig(pod *v1.Pod) (cgroups.Resources, error)
+	UpdatePod(ctx context.Context, pod *v1.Pod, r cgroups.Resources) error
+	// PodMemoryUsage is the pod cgroup's memory usage in bytes.
+	PodMemoryUsage(pod *v1.Pod) (int64, error)
+	// SameShares says whether two CPU shares values are one setting on
+	// this hierarchy (cgroup v2 weights round).
+	SameShares(a, b uint64) bool
+}
+
+// Allocation keeps the resources allocated to pods and actuated on their
+// containers, for in-place resize; *allocation.Manager implements it.
+type Allocation interface {
+	// Allocated is pod with its allocated resources in its spec.
+	Allocated(pod *v1.Pod) *v1.Pod
+	// Resize decides on the pod's pending resize, beside the others.
+	Resize(ctx context.Context, pod *v1.Pod, others func() []*v1.Pod) (started, newPending bool)
+	// Actuated is what was last applied to container id of pod uid;
+	// SetActuated records it. PodActuated and SetPodActuated are the same
+	// for the pod-level resources.
+	Actuated(uid types.UID, id string) (v1.ResourceRequirements, bool)
+	SetActuated(uid types.UID, id string, r v1.ResourceRequirements)
+	PodActuated(uid types.UID) (*v1.ResourceRequirements, bool)
+	SetPodActuated(uid types.UID, r *v1.ResourceRequirements)
+	// Actuation records the outcome of applying a resize (err nil: done)
+	// and says whether the resize is complete.
+	Actuation(uid types.UID, err error) (completed bool)
+	// Conditions are the pod's resize conditions.
+	Conditions(uid types.UID) []v1.PodCondition
+	// Forget drops what is kept of the pod.
+	Forget(uid types.UID)
 }
 
 // Probes is the prober as the syncer uses it; *prober.Manager implements
@@ -125,7 +183,7 @@ type Config struct {
 	// scheme of container IDs in the pod status ("containerd://…").
 	RuntimeName string
 	// Status receives every pod status the syncer computes.
-	Status *podstatus.Manager
+	Status StatusManager
 	// Volumes mounts the pod's volumes before its containers start.
 	Volumes Volumes
 
@@ -170,13 +228,13 @@ type Config struct {
 	// Cgroups keeps the pod cgroup tree; nil leaves cgroups to the
 	// runtime's defaults (no pod-level limits, no in-place resize of the
 	// pod cgroup).
-	Cgroups *cgroups.Manager
+	Cgroups Cgroups
 	// ActivePods are the pods holding resources (QoS tiers are sized by
 	// them; a resize must fit beside them). Nil: none besides the pod.
 	ActivePods func() []*v1.Pod
 	// Allocation keeps allocated resources for in-place resize; nil
 	// disables resize (the spec's resources are used as they are).
-	Allocation *allocation.Manager
+	Allocation Allocation
 	// BeforeCreate, if set, runs before each container is created (a
 	// simulated runtime scripts its containers there: crisim's
 	// ScriptFromPod); an error fails the start with
@@ -245,9 +303,9 @@ type Syncer struct {
 	userns          UserNamespaces
 	metrics         *metrics
 	usernsSupported func(handler string) bool
-	cgroups         *cgroups.Manager
+	cgroups         Cgroups
 	activePods      func() []*v1.Pod
-	alloc           *allocation.Manager
+	alloc           Allocation
 	initObserver    InitContainerObserver
 }
 

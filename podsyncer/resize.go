@@ -184,7 +184,7 @@ func (s *Syncer) prepareResize(ctx context.Context, pod *v1.Pod) error {
 // samePodCgroup compares the cgroup's values a with the wanted b: limits
 // exactly (memory as the kernel rounds it to pages), shares as m's
 // SameShares (on cgroup v2, as far as weights tell them apart).
-func samePodCgroup(m *cgroups.Manager, a, b cgroups.Resources) bool {
+func samePodCgroup(m Cgroups, a, b cgroups.Resources) bool {
 	const page = 4096
 	sameMem := a.Memory == b.Memory || (b.Memory > 0 && a.Memory == b.Memory/page*page)
 	return a.CPUQuota == b.CPUQuota && sameMem && m.SameShares(a.CPUShares, b.CPUShares)

@@ -108,7 +108,7 @@ func (s *Syncer) runtimeState(ctx context.Context, uid types.UID, relist bool) (
 			return nil, err
 		}
 	}
-	ps, err := s.states.Cache().Get(uid)
+	ps, err := s.states.PodStatus(uid)
 	if err != nil {
 		return nil, fmt.Errorf("runtime status of pod %s: %w", uid, err)
 	}

@@ -16,7 +16,6 @@ import (
 	"k8s.io/utils/clock"
 	netutils "k8s.io/utils/net"
 
-	"github.com/nodekit/nodekit/allocation"
 	"github.com/nodekit/nodekit/cgroups"
 	"github.com/nodekit/nodekit/kubetypes"
 	"github.com/nodekit/nodekit/podstatus"
@@ -26,7 +25,7 @@ import (
 // statusWriter builds v1.PodStatus from the runtime and hands it to the
 // status manager.
 type statusWriter struct {
-	mgr         *podstatus.Manager
+	mgr         StatusManager
 	clock       clock.PassiveClock
 	runtimeName string
 	// hostIPs are the node's addresses, one per family (the same source
@@ -37,7 +36,7 @@ type statusWriter struct {
 	probes Probes
 	// alloc tells the resources running containers were given and the
 	// pod's resize conditions; nil without in-place resize.
-	alloc *allocation.Manager
+	alloc Allocation
 	// recursiveReadOnly says whether a runtime handler makes read-only
 	// mounts recursive (the volumeMounts status); nil: none does.
 	recursiveReadOnly func(handler string) bool
@@ -458,9 +457,10 @@ func (w *statusWriter) containerStatus(pod *v1.Pod, c *v1.Container, rtp *podRun
 		cs.State.Waiting = &failed
 	}
 	st := rtp.latest(c.Name)
-	if w.alloc != nil {
+	if w.alloc != nil && st != nil {
 		// pod carries its allocated resources; a running container
-		// reports what it was actually given.
+		// reports what it was actually given. A container the runtime
+		// has no instance of reports neither, as the kubelet's.
 		cs.AllocatedResources = c.Resources.Requests
 		cs.Resources = c.Resources.DeepCopy()
 		if st != nil && st.State == runtimeapi.ContainerState_CONTAINER_RUNNING {

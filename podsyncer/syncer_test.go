@@ -33,6 +33,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekit/nodekit/allocation"
+	"github.com/nodekit/nodekit/cgroups"
 	"github.com/nodekit/nodekit/crisim"
 	"github.com/nodekit/nodekit/kubetypes"
 	"github.com/nodekit/nodekit/pleg"
@@ -40,6 +41,14 @@ import (
 	"github.com/nodekit/nodekit/podsyncer"
 	"github.com/nodekit/nodekit/podsyncer/podnet"
 	"github.com/nodekit/nodekit/podworkers"
+)
+
+// The blocks the host wires in implement the syncer's interfaces.
+var (
+	_ podsyncer.StatusManager = (*podstatus.Manager)(nil)
+	_ podsyncer.Cgroups       = (*cgroups.Manager)(nil)
+	_ podsyncer.Allocation    = (*allocation.Manager)(nil)
+	_ podsyncer.States        = (*pleg.Generator)(nil)
 )
 
 const (

@@ -165,14 +165,14 @@ func TestEnsureCredentialsInTurnThenBackoff(t *testing.T) {
 	var ie *Error
 	require.ErrorAs(t, err, &ie)
 	assert.Equal(t, ReasonErrImagePull, ie.Reason)
-	assert.Equal(t, `Failed to pull image "reg.io/private": pull access denied`, ie.Message)
+	assert.Equal(t, `pull access denied`, ie.Message, "the runtime's error, as the kubelet's status")
 	assert.Equal(t, []string{"Pulling", "Failed", "Failed"}, reasons)
 
 	reasons = nil
 	clk.Step(9 * time.Second)
 	_, err = p.Ensure(ctx, request("reg.io/private", v1.PullAlways, nil), ev)
 	require.ErrorAs(t, err, &ie)
-	assert.Equal(t, &Error{ReasonImagePullBackOff, `Back-off pulling image "reg.io/private": Failed to pull image "reg.io/private": pull access denied`}, ie)
+	assert.Equal(t, &Error{ReasonImagePullBackOff, `Back-off pulling image "reg.io/private": ErrImagePull: pull access denied`}, ie)
 	assert.Equal(t, []string{"BackOff"}, reasons)
 	assert.Len(t, f.pulls, 1, "no pull while backing off")
 
@@ -263,5 +263,20 @@ func TestPullSlots(t *testing.T) {
 			}
 			assert.Equal(t, tc.parallel, g.maxSeen.Load())
 		})
+	}
+}
+
+// TestPullFailure: the waiting reason and message of a failed pull are the
+// kubelet's (evalCRIPullErr's rows).
+func TestPullFailure(t *testing.T) {
+	for _, tc := range []struct{ err, reason, msg string }{
+		{"rpc error: code = NotFound desc = not found", ReasonErrImagePull, "rpc error: code = NotFound desc = not found"},
+		{"RegistryUnavailable", "RegistryUnavailable", "image pull failed for img because the registry is unavailable"},
+		{"RegistryUnavailable: host down", "RegistryUnavailable", "image pull failed for img because the registry is unavailable: host down"},
+		{"SignatureValidationFailed: bad key", "SignatureValidationFailed", "image pull failed for img because the signature validation failed: bad key"},
+	} {
+		reason, msg := pullFailure("img", errors.New(tc.err))
+		assert.Equal(t, tc.reason, reason, tc.err)
+		assert.Equal(t, tc.msg, msg, tc.err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	criapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	crierrors "k8s.io/cri-api/pkg/errors"
 	"k8s.io/utils/clock"
 )
 
@@ -162,11 +164,12 @@ func (p *Puller) Ensure(ctx context.Context, r Request, event func(Event)) (stri
 	start := p.cfg.Clock.Now()
 	ref, pulling, err := p.pull(ctx, spec, r.Keyring.Lookup(c.Image), r.Sandbox)
 	if err != nil {
-		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
-		p.failed(key, msg)
-		event(Event{v1.EventTypeWarning, "Failed", msg})
-		event(Event{v1.EventTypeWarning, "Failed", "Error: " + ReasonErrImagePull})
-		return "", &Error{ReasonErrImagePull, msg}
+		event(Event{v1.EventTypeWarning, "Failed", fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)})
+		reason, msg := pullFailure(c.Image, err)
+		// The back-off's message carries the failure, as the kubelet's.
+		p.failed(key, reason+": "+msg)
+		event(Event{v1.EventTypeWarning, "Failed", "Error: " + reason})
+		return "", &Error{reason, msg}
 	}
 	p.succeeded(key)
 	if p.cfg.Pulls != nil {
@@ -182,6 +185,23 @@ func (p *Puller) Ensure(ctx context.Context, r Request, event func(Event)) (stri
 	event(Event{v1.EventTypeNormal, "Pulled", fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting).%s",
 		c.Image, pulling.Round(time.Millisecond), took.Round(time.Millisecond), size)})
 	return ref, nil
+}
+
+// pullFailure is the waiting reason and message of a failed pull, as the
+// kubelet's evalCRIPullErr: the runtime's error, or for a runtime that
+// says the registry is unavailable or a signature failed validation, that
+// reason with the rest of its message.
+func pullFailure(image string, err error) (reason, msg string) {
+	text := err.Error()
+	for _, e := range []struct {
+		err  error
+		what string
+	}{{crierrors.ErrRegistryUnavailable, "the registry is unavailable"}, {crierrors.ErrSignatureValidationFailed, "the signature validation failed"}} {
+		if rest, ok := strings.CutPrefix(text, e.err.Error()); ok {
+			return e.err.Error(), fmt.Sprintf("image pull failed for %s because %s%s", image, e.what, rest)
+		}
+	}
+	return ReasonErrImagePull, text
 }
 
 // pull waits for a pull slot, then tries each credential in turn, then

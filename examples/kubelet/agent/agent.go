@@ -360,13 +360,16 @@ func (a *Agent) build(ctx context.Context) error {
 		return err
 	}
 	syncCfg := podsyncer.Config{Runtime: a.rt, Images: a.images, RuntimeName: a.runtimeID, Status: a.statusMgr,
-		Volumes: a.volumes, Puller: puller, States: a.pleg, Probes: a.probes, Node: nodeView{a}, Cgroups: a.cgroups,
+		Volumes: a.volumes, Puller: puller, States: a.pleg, Probes: a.probes, Node: nodeView{a},
 		ActivePods: a.activePods, Allocation: a.alloc, InitContainers: a.startup, RecursiveReadOnlyMounts: a.criNode.RecursiveReadOnlyMounts,
 		UserNamespaces: a.userns, UserNamespacesSupported: a.criNode.UserNamespaces, Registerer: a.registry,
 		PodLogsDir: a.opts.PodLogsDir, SeccompRoot: filepath.Join(a.opts.RootDir, "seccomp"), Recorder: a.recorder, Clock: a.opts.Clock,
 		Network: podnet.Config{ClusterDNS: a.opts.ClusterDNS, ClusterDomain: a.opts.ClusterDomain, ResolvConf: a.opts.ResolvConf}}
 	if a.sim != nil {
 		syncCfg.BeforeCreate = a.sim.ScriptFromPod
+	}
+	if a.cgroups != nil { // a nil *cgroups.Manager is not a nil Cgroups
+		syncCfg.Cgroups = a.cgroups
 	}
 	if a.client != nil {
 		syncCfg.Objects, syncCfg.RuntimeClass = a.objects, a.runtimeHandler
