@@ -12,9 +12,19 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 )
 
-// NextFunc reports when a block next wakes on the clock and whether it is
-// waiting for it (see the package doc for what each answer means).
+// Waker is a block with a Run loop that tells when it next wakes on the
+// clock and whether it is waiting for it (see the package doc for what
+// each answer means). Every nodekit block with a Run loop on the injected
+// clock implements it.
+type Waker interface {
+	NextWake() (next time.Time, ok bool)
+}
+
+// NextFunc is a Waker of a function.
 type NextFunc func() (time.Time, bool)
+
+// NextWake calls f.
+func (f NextFunc) NextWake() (time.Time, bool) { return f() }
 
 // Idle makes a NextFunc of a count of work in flight that does not wait
 // for the clock (podworkers.Workers.Active): parked with nothing due when
@@ -31,21 +41,21 @@ var ErrNotParked = errors.New("clockdrive: not every block parked")
 // once all of them wait.
 type Driver struct {
 	clock  *testingclock.FakeClock
-	blocks map[string]NextFunc
+	blocks map[string]Waker
 }
 
-// New returns a Driver over clock and the blocks' NextFuncs, by name (the
-// names appear in errors).
-func New(clock *testingclock.FakeClock, blocks map[string]NextFunc) (*Driver, error) {
+// New returns a Driver over clock and the blocks, by name (the names
+// appear in errors).
+func New(clock *testingclock.FakeClock, blocks map[string]Waker) (*Driver, error) {
 	if clock == nil {
 		return nil, errors.New("clockdrive: a clock is required")
 	}
 	if len(blocks) == 0 {
 		return nil, errors.New("clockdrive: no blocks to drive")
 	}
-	for name, f := range blocks {
-		if f == nil {
-			return nil, fmt.Errorf("clockdrive: block %q has a nil NextFunc", name)
+	for name, b := range blocks {
+		if f, isFunc := b.(NextFunc); b == nil || isFunc && f == nil {
+			return nil, fmt.Errorf("clockdrive: block %q is nil", name)
 		}
 	}
 	return &Driver{clock: clock, blocks: blocks}, nil
@@ -73,8 +83,8 @@ func (d *Driver) poll() (earliest time.Time, waiting bool, state string) {
 	now := d.clock.Now()
 	waiting = true
 	var busy []string
-	for name, f := range d.blocks {
-		at, ok := f()
+	for name, b := range d.blocks {
+		at, ok := b.NextWake()
 		switch {
 		case !ok:
 			busy = append(busy, name+": busy")

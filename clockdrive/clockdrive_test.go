@@ -64,8 +64,8 @@ func TestStepUntilDrivesEveryBlock(t *testing.T) {
 	defer cancel()
 
 	var active atomic.Int32
-	d, err := clockdrive.New(clk, map[string]clockdrive.NextFunc{
-		"fast": fast.nextDue, "slow": slow.nextDue,
+	d, err := clockdrive.New(clk, map[string]clockdrive.Waker{
+		"fast": clockdrive.NextFunc(fast.nextDue), "slow": clockdrive.NextFunc(slow.nextDue),
 		"workers": clockdrive.Idle(func() int { return int(active.Load()) }),
 	})
 	require.NoError(t, err)
@@ -84,10 +84,10 @@ func TestStepUntilDrivesEveryBlock(t *testing.T) {
 
 func TestParkedNamesBusyBlocks(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
-	d, err := clockdrive.New(clk, map[string]clockdrive.NextFunc{
-		"busy":   func() (time.Time, bool) { return time.Time{}, false },
-		"due":    func() (time.Time, bool) { return t0, true }, // fired, not woken
-		"parked": func() (time.Time, bool) { return t0.Add(time.Second), true },
+	d, err := clockdrive.New(clk, map[string]clockdrive.Waker{
+		"busy":   clockdrive.NextFunc(func() (time.Time, bool) { return time.Time{}, false }),
+		"due":    clockdrive.NextFunc(func() (time.Time, bool) { return t0, true }), // fired, not woken
+		"parked": clockdrive.NextFunc(func() (time.Time, bool) { return t0.Add(time.Second), true }),
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -100,7 +100,7 @@ func TestParkedNamesBusyBlocks(t *testing.T) {
 
 func TestStepWithNothingDue(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
-	d, err := clockdrive.New(clk, map[string]clockdrive.NextFunc{"idle": clockdrive.Idle(func() int { return 0 })})
+	d, err := clockdrive.New(clk, map[string]clockdrive.Waker{"idle": clockdrive.Idle(func() int { return 0 })})
 	require.NoError(t, err)
 	step, err := d.Step(context.Background())
 	require.NoError(t, err)
@@ -115,12 +115,13 @@ func TestNewValidates(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
 	for name, tc := range map[string]struct {
 		clk    *testingclock.FakeClock
-		blocks map[string]clockdrive.NextFunc
+		blocks map[string]clockdrive.Waker
 		want   string
 	}{
-		"no clock":  {nil, map[string]clockdrive.NextFunc{"a": clockdrive.Idle(func() int { return 0 })}, "clock is required"},
+		"no clock":  {nil, map[string]clockdrive.Waker{"a": clockdrive.Idle(func() int { return 0 })}, "clock is required"},
 		"no blocks": {clk, nil, "no blocks"},
-		"nil func":  {clk, map[string]clockdrive.NextFunc{"a": nil}, `block "a"`},
+		"nil block": {clk, map[string]clockdrive.Waker{"a": nil}, `block "a"`},
+		"nil func":  {clk, map[string]clockdrive.Waker{"a": clockdrive.NextFunc(nil)}, `block "a"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := clockdrive.New(tc.clk, tc.blocks)

@@ -5,11 +5,10 @@
 // # Model
 //
 // Every block with a Run loop tells, on its injected clock, when it next
-// wakes: lease.Controller.NextDue, nodestatus.Controller.NextSync,
-// pleg.Generator.NextRelist, prober.Manager.NextProbe,
-// eviction.Manager.NextPass, syncloop.Loop.NextIteration (and the file and
-// URL sources' NextScan and NextFetch), all of type NextFunc. Their
-// contract, which this package relies on:
+// wakes, by one method, NextWake: it is a [Waker] (lease.Controller,
+// nodestatus.Controller, pleg.Generator, prober.Manager, eviction.Manager,
+// syncloop.Loop and its file and URL sources). The contract, which this
+// package relies on:
 //
 //   - ok false: the block is busy (a pass, a request, a wake-up it was
 //     handed) or has not armed its timer yet. Ask again.
@@ -20,15 +19,15 @@
 //   - ok true and the zero time: parked with nothing due on the clock.
 //
 // podworkers.Workers.Active counts syncs not waiting for the clock; wrap it
-// with Idle to make it a NextFunc.
+// with Idle to make it a Waker. NextFunc makes any function one.
 //
 // # Host duties
 //
 //  1. Build the blocks on one *testing.FakeClock (k8s.io/utils/clock/testing).
 //  2. Start their Run loops.
-//  3. New(clock, blocks) with every block's NextFunc by name.
+//  3. New(clock, blocks) with every block by name.
 //  4. Call Step (or StepUntil) with a context whose deadline is the
 //     real-time safety net: an error names the blocks that never parked.
 //
-// It imports no other nodekit package; any block's method value fits.
+// It imports no other nodekit package; every block fits.
 package clockdrive

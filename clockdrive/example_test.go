@@ -27,7 +27,7 @@ func Example() {
 	done := make(chan error, 1)
 	go func() { done <- leases.Run(ctx) }()
 
-	d, err := clockdrive.New(clk, map[string]clockdrive.NextFunc{"lease": leases.NextDue})
+	d, err := clockdrive.New(clk, map[string]clockdrive.Waker{"lease": leases})
 	if err != nil {
 		panic(err)
 	}

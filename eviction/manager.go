@@ -23,7 +23,7 @@ type Manager struct {
 	trigger chan struct{}
 
 	pass   sync.Mutex    // serialises Synchronize
-	parked parking.State // Run's waiting state, for NextPass
+	parked parking.State // Run's waiting state, for NextWake
 
 	mu                sync.RWMutex // guards the fields below
 	conditions        []v1.NodeConditionType

@@ -111,7 +111,7 @@ func (m *Manager) waitForCleanup(ctx context.Context, pod *v1.Pod) bool {
 	return true
 }
 
-// NextPass tells when Run's next periodic pass is due, on Config.Clock,
+// NextWake tells when Run's next periodic pass is due, on Config.Clock,
 // while Run waits for it (or for a trigger); ok is false while a pass or a
 // wait for an evicted pod's cleanup is in progress, while a Trigger is not
 // yet taken, or when Run is not running. A test on a fake clock waits until
@@ -120,4 +120,4 @@ func (m *Manager) waitForCleanup(ctx context.Context, pod *v1.Pod) bool {
 // A next not after the clock's now means the timer has fired and Run is
 // about to wake: not parked yet, ask again. Package clockdrive steps a fake
 // clock over these methods.
-func (m *Manager) NextPass() (next time.Time, ok bool) { return m.parked.Next() }
+func (m *Manager) NextWake() (next time.Time, ok bool) { return m.parked.Next() }

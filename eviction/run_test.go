@@ -74,19 +74,19 @@ func TestRunTriggerPollingAndCleanup(t *testing.T) {
 		}
 		kills <- p.Name
 	}
-	_, waiting := e.m.NextPass()
+	_, waiting := e.m.NextWake()
 	require.False(t, waiting, "not running")
 	stop := startRun(t, e.m)
 	defer stop()
-	spinUntil(t, func() bool { _, ok := e.m.NextPass(); return ok }) // first pass done, waiting for the interval
-	next, _ := e.m.NextPass()
+	spinUntil(t, func() bool { _, ok := e.m.NextWake(); return ok }) // first pass done, waiting for the interval
+	next, _ := e.m.NextWake()
 	require.True(t, e.clock.Now().Add(DefaultMonitoringInterval).Equal(next), "next %v", next)
 
 	// A trigger passes at once, without waiting for the interval.
 	e.step(time.Millisecond) // a fresh sample
 	e.observe(func(n *node) { n.memAvail = Mi }, podStats(a, podUsage{mem: Gi}), podStats(b, podUsage{mem: Mi}))
 	e.m.Trigger()
-	_, waiting = e.m.NextPass()
+	_, waiting = e.m.NextWake()
 	require.False(t, waiting, "a trigger not yet taken means Run is not waiting")
 	require.Equal(t, "a", waitFor(t, kills))
 

@@ -21,7 +21,7 @@ type Controller struct {
 	wake    chan struct{} // nudges Run when the earliest due time moved
 	// inFlight counts renewals in progress; sleeping and sleepUntil say
 	// that Run sleeps and until when (zero: until nudged); nudged that a
-	// nudge is pending. For NextDue.
+	// nudge is pending. For NextWake.
 	inFlight   int
 	sleeping   bool
 	nudged     bool
@@ -177,7 +177,7 @@ func (s *schedule) Pop() any {
 	return e
 }
 
-// NextDue tells when Run wakes next to renew, on Config.Clock, while Run is
+// NextWake tells when Run wakes next to renew, on Config.Clock, while Run is
 // idle: asleep, with no renewal in flight and no reschedule pending. ok is
 // false otherwise, and when Run is not running; next is the zero time when
 // no renewal is scheduled. A test on a fake clock waits until ok, then steps
@@ -187,7 +187,7 @@ func (s *schedule) Pop() any {
 // A next not after the clock's now means the timer has fired and Run is
 // about to wake: not parked yet, ask again. Package clockdrive steps a fake
 // clock over these methods.
-func (c *Controller) NextDue() (next time.Time, ok bool) {
+func (c *Controller) NextWake() (next time.Time, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.sleeping || c.inFlight > 0 || c.nudged {

@@ -92,8 +92,8 @@ func (c *Controller) requeue(due []dueEntry) {
 // sleep waits for wait (forever if negative), a nudge, or ctx. It reports
 // false when ctx is done.
 func (c *Controller) sleep(ctx context.Context, wait time.Duration) bool {
-	// The timer exists before the loop counts as sleeping (NextDue): a
-	// test that steps a fake clock once NextDue is ok must find it armed.
+	// The timer exists before the loop counts as sleeping (NextWake): a
+	// test that steps a fake clock once NextWake is ok must find it armed.
 	var tick <-chan time.Time
 	if wait >= 0 {
 		t := c.cfg.Clock.NewTimer(wait)

@@ -33,7 +33,7 @@ func runController(t *testing.T, c *lease.Controller) func() {
 func TestRunRenewsOnSchedule(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	c, client, clk := newController(t, nil)
-	_, idle := c.NextDue()
+	_, idle := c.NextWake()
 	require.False(t, idle, "not running")
 	stop := runController(t, c)
 	defer stop()
@@ -45,7 +45,7 @@ func TestRunRenewsOnSchedule(t *testing.T) {
 		var next time.Time
 		require.Eventually(t, func() bool {
 			var idle bool
-			next, idle = c.NextDue()
+			next, idle = c.NextWake()
 			return idle && next.After(clk.Now())
 		}, 5*time.Second, time.Millisecond)
 		due, _ := c.NextRenewal("node-a")
@@ -150,7 +150,7 @@ func TestRunBatchWindowRenewsEarlyNeverLate(t *testing.T) {
 		var next time.Time
 		require.Eventually(t, func() bool {
 			var ok bool
-			next, ok = c.NextDue()
+			next, ok = c.NextWake()
 			return ok && next.After(clk.Now())
 		}, 5*time.Second, time.Millisecond)
 		return next

@@ -41,7 +41,7 @@ type Controller struct {
 	ready      bool          // the last reported Ready condition was True
 
 	trigger chan struct{}
-	parked  parking.State // Run's waiting state, for NextSync
+	parked  parking.State // Run's waiting state, for NextWake
 }
 
 // New validates cfg and returns a Controller.

@@ -446,7 +446,7 @@ func TestRunFastReadyAndClean(t *testing.T) {
 
 	// Back on the 10s period: 100ms steps do nothing; Trigger syncs at once.
 	require.Eventually(t, func() bool { return a.ctl.nextOK() }, 5*time.Second, time.Millisecond)
-	next, _ := a.ctl.NextSync()
+	next, _ := a.ctl.NextWake()
 	require.Equal(t, a.clk.Now().Add(DefaultUpdateFrequency), next)
 	a.verbs()
 	a.clk.Step(DefaultFastUpdateInterval)
@@ -507,7 +507,7 @@ func TestReportJitterConvention(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidConfig)
 }
 
-func (c *Controller) nextOK() bool { _, ok := c.NextSync(); return ok }
+func (c *Controller) nextOK() bool { _, ok := c.NextWake(); return ok }
 
 // A failing API server during the start-up fast path is not asked ten times
 // a second: a failed update waits for the regular period, and once the node
@@ -530,7 +530,7 @@ func TestRunFastPathBacksOffOnFailure(t *testing.T) {
 		t.Helper()
 		var next time.Time
 		require.Eventually(t, func() bool {
-			n, ok := a.ctl.NextSync()
+			n, ok := a.ctl.NextWake()
 			next = n
 			return ok && n.After(a.clk.Now())
 		}, 5*time.Second, time.Millisecond)

@@ -58,7 +58,7 @@ func (c *Controller) isRegistered() bool {
 	return c.registered || c.cfg.DisableRegistration
 }
 
-// NextSync tells when Run will sync next, on Config.Clock, while it waits
+// NextWake tells when Run will sync next, on Config.Clock, while it waits
 // for that moment; ok is false while a sync is in progress, while a Trigger
 // is not yet taken, or when Run is not running. A test on a fake clock
 // waits until ok before stepping the clock: the fake clock also holds the
@@ -68,7 +68,7 @@ func (c *Controller) isRegistered() bool {
 // A next not after the clock's now means the timer has fired and Run is
 // about to wake: not parked yet, ask again. Package clockdrive steps a fake
 // clock over these methods.
-func (c *Controller) NextSync() (next time.Time, ok bool) { return c.parked.Next() }
+func (c *Controller) NextWake() (next time.Time, ok bool) { return c.parked.Next() }
 
 // wait returns false if ctx ended, true after d or a Trigger.
 func (c *Controller) wait(ctx context.Context, d time.Duration) bool {

@@ -40,7 +40,7 @@ type Generator struct {
 
 	streamUp atomic.Bool // evented mode: the event stream is connected
 	running  atomic.Bool
-	parked   parking.State // Run's waiting state, for NextRelist
+	parked   parking.State // Run's waiting state, for NextWake
 
 	reqMu    sync.Mutex
 	requests map[types.UID]time.Time // single-pod relists requested, with when

@@ -65,7 +65,7 @@ func (g *Generator) loop(ctx context.Context) {
 	}
 }
 
-// NextRelist tells when Run's next periodic relist is due, on the
+// NextWake tells when Run's next periodic relist is due, on the
 // Generator's clock, while Run waits for it (or for a request); ok is false
 // while a relist is in progress, while a relist request (RequestRelist,
 // RequestReinspect, a runtime event) is not yet taken, or when Run is not
@@ -77,7 +77,7 @@ func (g *Generator) loop(ctx context.Context) {
 // A next not after the clock's now means the timer has fired and Run is
 // about to wake: not parked yet, ask again. Package clockdrive steps a fake
 // clock over these methods.
-func (g *Generator) NextRelist() (next time.Time, ok bool) { return g.parked.Next() }
+func (g *Generator) NextWake() (next time.Time, ok bool) { return g.parked.Next() }
 
 // relistPods serves single-pod relist requests a full relist has not
 // already covered.

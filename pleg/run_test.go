@@ -51,7 +51,7 @@ func TestRunRelistsPeriodically(t *testing.T) {
 	var due time.Time
 	require.Eventually(t, func() bool {
 		var ok bool
-		due, ok = g.NextRelist()
+		due, ok = g.NextWake()
 		return ok
 	}, 5*time.Second, time.Millisecond, "Run waits for its next relist")
 	require.True(t, e.clock.Now().Add(time.Second).Equal(due), "due %v", due)
@@ -69,7 +69,7 @@ func TestRunRelistsPeriodically(t *testing.T) {
 	require.ErrorIs(t, g.Run(context.Background()), errAlreadyRunning)
 	stop()
 	require.NoError(t, g.Healthy())
-	_, waiting := g.NextRelist()
+	_, waiting := g.NextWake()
 	require.False(t, waiting, "not running")
 }
 

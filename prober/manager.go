@@ -32,7 +32,7 @@ type Manager struct {
 	queue   schedule                 // workers waiting for their next run
 	wake    chan struct{}            // 1-buffered: the schedule's head moved earlier
 	// idle: Run waits, until idleUntil (zero: no probe scheduled); kicked:
-	// a wake-up Run has not taken yet (NextProbe).
+	// a wake-up Run has not taken yet (NextWake).
 	idle      bool
 	idleUntil time.Time
 	kicked    bool

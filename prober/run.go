@@ -83,7 +83,7 @@ func (m *Manager) setIdle(idle bool, until time.Time, taken bool) {
 	}
 }
 
-// NextProbe tells when Run's next probe is due, on Config.Clock, while Run
+// NextWake tells when Run's next probe is due, on Config.Clock, while Run
 // waits for it: ok is false while probes run or are being dispatched, while
 // Run has a wake-up to take, or when it is not running; next is the zero time if no probe is
 // scheduled. A test on a fake clock waits until ok before stepping the clock
@@ -93,7 +93,7 @@ func (m *Manager) setIdle(idle bool, until time.Time, taken bool) {
 // A next not after the clock's now means the timer has fired and Run is
 // about to wake: not parked yet, ask again. Package clockdrive steps a fake
 // clock over these methods.
-func (m *Manager) NextProbe() (next time.Time, ok bool) {
+func (m *Manager) NextWake() (next time.Time, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.idle || m.kicked || m.inFlight > 0 {

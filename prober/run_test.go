@@ -48,7 +48,7 @@ func TestRunDeliversUpdates(t *testing.T) {
 		var due time.Time
 		require.Eventually(t, func() bool {
 			var ok bool
-			due, ok = e.m.NextProbe()
+			due, ok = e.m.NextWake()
 			return ok && due.After(e.clock.Now())
 		}, 5*time.Second, time.Millisecond)
 		e.clock.Step(due.Sub(e.clock.Now()))
@@ -59,11 +59,11 @@ func TestRunDeliversUpdates(t *testing.T) {
 func TestNextProbe(t *testing.T) {
 	leakCheck(t)
 	e := newEnv(t)
-	_, ok := e.m.NextProbe()
+	_, ok := e.m.NextWake()
 	require.False(t, ok, "not running")
 	e.startRun(t)
 	require.Eventually(t, func() bool {
-		next, ok := e.m.NextProbe()
+		next, ok := e.m.NextWake()
 		return ok && next.IsZero()
 	}, 5*time.Second, time.Millisecond, "waiting, nothing scheduled")
 }

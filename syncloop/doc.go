@@ -101,7 +101,7 @@
 // # Testing
 //
 // Package synclooptest has a recording Handler and a Source a test pushes
-// snapshots through; with a FakeClock, Iterate (or Run and NextIteration)
+// snapshots through; with a FakeClock, Iterate (or Run and NextWake)
 // drives the loop without sleeps.
 //
 // # Differences from upstream (pkg/kubelet syncLoop and pkg/kubelet/config)

@@ -59,7 +59,7 @@ type FileSourceConfig struct {
 type FileSource struct {
 	cfg    FileSourceConfig
 	files  map[string]*manifestFile
-	parked parking.State // Run's state for NextScan
+	parked parking.State // Run's state for NextWake
 }
 
 type manifestFile struct {
@@ -134,14 +134,14 @@ func (s *FileSource) Run(ctx context.Context, set SetFunc) error {
 	}
 }
 
-// NextScan tells when Run next scans the directory, on Config.Clock, while
+// NextWake tells when Run next scans the directory, on Config.Clock, while
 // Run waits for it; ok is false while a scan runs or Run is not running. A
 // test on a fake clock waits until ok before stepping the clock to next.
 //
 // A next not after the clock's now means the timer has fired and Run is
 // about to wake: not parked yet, ask again. Package clockdrive steps a fake
 // clock over these methods.
-func (s *FileSource) NextScan() (next time.Time, ok bool) { return s.parked.Next() }
+func (s *FileSource) NextWake() (next time.Time, ok bool) { return s.parked.Next() }
 
 // Scan is the synchronous core of the source: it stats the manifests and
 // re-reads those that changed (every one if full). It reports whether the

@@ -131,13 +131,13 @@ func TestFileSourceRunFeedsTheLoop(t *testing.T) {
 	// A changed manifest is a new static pod (new UID): REMOVE then ADD.
 	writeFile(t, filepath.Join(dir, "a.yaml"), manifest("a", "img:2"))
 	writeFile(t, filepath.Join(dir, "b.yaml"), manifest("b", "img:1"))
-	eventually(t, func() bool { _, ok := fs.NextScan(); return ok }, "source parked")
-	next, _ := fs.NextScan()
+	eventually(t, func() bool { _, ok := fs.NextWake(); return ok }, "source parked")
+	next, _ := fs.NextWake()
 	require.True(t, t0.Add(DefaultFileCheckPeriod).Equal(next), "next scan %v", next)
 	clk.Step(time.Second)
 	expect("REMOVE a-node-a", "ADD a-node-a,b-node-a")
-	eventually(t, func() bool { n, ok := fs.NextScan(); return ok && n.Equal(t0.Add(2*time.Second)) }, "parked for the next tick")
+	eventually(t, func() bool { n, ok := fs.NextWake(); return ok && n.Equal(t0.Add(2*time.Second)) }, "parked for the next tick")
 	stop(nil)
-	_, ok := fs.NextScan()
+	_, ok := fs.NextWake()
 	require.False(t, ok, "stopped")
 }

@@ -50,7 +50,7 @@ type HTTPSource struct {
 	data        []byte
 	pods        []*v1.Pod
 	failureLogs int
-	parked      parking.State // Run's state for NextFetch
+	parked      parking.State // Run's state for NextWake
 }
 
 // NewHTTPSource validates cfg and returns an HTTPSource.
@@ -116,14 +116,14 @@ func (s *HTTPSource) Run(ctx context.Context, set SetFunc) error {
 	}
 }
 
-// NextFetch tells when Run next fetches the URL, on Config.Clock, while
+// NextWake tells when Run next fetches the URL, on Config.Clock, while
 // Run waits for it; ok is false while a fetch runs or Run is not running. A
 // test on a fake clock waits until ok before stepping the clock to next.
 //
 // A next not after the clock's now means the timer has fired and Run is
 // about to wake: not parked yet, ask again. Package clockdrive steps a fake
 // clock over these methods.
-func (s *HTTPSource) NextFetch() (next time.Time, ok bool) { return s.parked.Next() }
+func (s *HTTPSource) NextWake() (next time.Time, ok bool) { return s.parked.Next() }
 
 // Fetch is the synchronous core: one GET. It reports whether the pods
 // changed (including an empty body, which means no pods and makes the source

@@ -28,7 +28,7 @@ type Loop struct {
 	merger  *merger
 	metrics *metrics
 	notify  chan struct{}
-	parked  parking.State // Run's state for NextIteration; deaf while unhealthy
+	parked  parking.State // Run's state for NextWake; deaf while unhealthy
 	last    atomic.Int64  // unix nanoseconds of the last completed pass
 
 	mu      sync.Mutex // guards the mailboxes below

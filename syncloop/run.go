@@ -63,7 +63,7 @@ func (l *Loop) Run(ctx context.Context) error {
 	}
 }
 
-// NextIteration tells when Run next iterates by itself (the sync tick,
+// NextWake tells when Run next iterates by itself (the sync tick,
 // housekeeping, or the health backoff), on Config.Clock, while Run is
 // parked; ok is false while an iteration runs, while input (a snapshot, a
 // PLEG event, a probe result) waits to be taken, or when Run is not
@@ -75,4 +75,4 @@ func (l *Loop) Run(ctx context.Context) error {
 // A next not after the clock's now means the timer has fired and Run is
 // about to wake: not parked yet, ask again. Package clockdrive steps a fake
 // clock over these methods.
-func (l *Loop) NextIteration() (next time.Time, ok bool) { return l.parked.Next() }
+func (l *Loop) NextWake() (next time.Time, ok bool) { return l.parked.Next() }

@@ -203,13 +203,13 @@ func TestNextIteration(t *testing.T) {
 			return nil
 		}})
 	require.NoError(t, err)
-	_, ok := l.NextIteration()
+	_, ok := l.NextWake()
 	require.False(t, ok, "not running")
 	stop := startLoop(t, l)
 	parked := func() time.Time {
 		t.Helper()
 		var next time.Time
-		eventually(t, func() bool { next, ok = l.NextIteration(); return ok && next.After(clk.Now()) }, "parked")
+		eventually(t, func() bool { next, ok = l.NextWake(); return ok && next.After(clk.Now()) }, "parked")
 		return next
 	}
 	require.True(t, t0.Add(DefaultSyncPeriod).Equal(parked()), "the sync tick is next")
@@ -221,7 +221,7 @@ func TestNextIteration(t *testing.T) {
 	rec.mu.Unlock()
 	l.Set(context.Background(), "api", []*v1.Pod{testPod("p1", "u1")})
 	eventually(t, func() bool { return rec.len() == 1 }, "handler called")
-	_, ok = l.NextIteration()
+	_, ok = l.NextWake()
 	require.False(t, ok, "an iteration in progress")
 	rec.mu.Lock()
 	rec.block = nil
@@ -234,10 +234,10 @@ func TestNextIteration(t *testing.T) {
 	health.Store(&down)
 	clk.Step(DefaultSyncPeriod)
 	var next time.Time
-	eventually(t, func() bool { next, ok = l.NextIteration(); return ok && next.After(clk.Now()) }, "parked on the backoff")
+	eventually(t, func() bool { next, ok = l.NextWake(); return ok && next.After(clk.Now()) }, "parked on the backoff")
 	require.True(t, clk.Now().Add(DefaultBackoffInitial).Equal(next), "next %v", next)
 	l.HandlePLEGEvent(pleg.PodLifecycleEvent{ID: "u1", Type: pleg.ContainerDied, ContainerID: containerid.ID{ID: "c"}})
-	next2, ok := l.NextIteration()
+	next2, ok := l.NextWake()
 	require.True(t, ok && next2.Equal(next), "input does not wake a loop waiting for the runtime")
 
 	health.Store(nil)
@@ -245,6 +245,6 @@ func TestNextIteration(t *testing.T) {
 	parked()
 	require.Equal(t, []string{"SYNC p1"}, rec.take(), "queued input dispatched on recovery")
 	stop(nil)
-	_, ok = l.NextIteration()
+	_, ok = l.NextWake()
 	require.False(t, ok, "stopped")
 }

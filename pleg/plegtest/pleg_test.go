@@ -197,7 +197,7 @@ func TestGeneratorEvented(t *testing.T) {
 
 	// Once the stream is open and Run idles, only runtime events can
 	// trigger a relist: the clock never moves until the stream breaks.
-	idle := func() bool { _, ok := s.gen.NextRelist(); return ok }
+	idle := func() bool { _, ok := s.gen.NextWake(); return ok }
 	require.Eventually(t, func() bool { return s.rt.Streams() == 1 && idle() }, 5*time.Second, time.Millisecond)
 	lists := s.rt.Calls("ListPodSandbox")
 

@@ -20,6 +20,6 @@
 //	// synclooptest.Transcript(h.Take()) is ["ADD <name>"]
 //
 // To test Loop.Run, give it Sources, push snapshots, wait for the calls
-// with Handler.Wait, and wait until Loop.NextIteration reports ok before
+// with Handler.Wait, and wait until Loop.NextWake reports ok before
 // stepping the fake clock to the time it returns.
 package synclooptest

@@ -112,13 +112,13 @@ func TestHousekeepingWaitsForEverySource(t *testing.T) {
 }
 
 // parked waits until Run is parked with timed work ahead and returns when
-// that work is due. NextIteration has no channel to wait on, so this polls
+// that work is due. NextWake has no channel to wait on, so this polls
 // it, as the syncloop tests do.
 func parked(t *testing.T, l *syncloop.Loop, clk *clocktesting.FakeClock) time.Time {
 	t.Helper()
 	var next time.Time
 	require.Eventually(t, func() bool {
-		n, ok := l.NextIteration()
+		n, ok := l.NextWake()
 		next = n
 		return ok && n.After(clk.Now())
 	}, 5*time.Second, time.Millisecond, "Run parked")

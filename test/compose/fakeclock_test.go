@@ -38,6 +38,18 @@ import (
 	"github.com/nodekit/nodekit/syncloop"
 )
 
+// Every block with a Run loop on the injected clock is a clockdrive.Waker.
+var (
+	_ clockdrive.Waker = (*lease.Controller)(nil)
+	_ clockdrive.Waker = (*nodestatus.Controller)(nil)
+	_ clockdrive.Waker = (*pleg.Generator)(nil)
+	_ clockdrive.Waker = (*prober.Manager)(nil)
+	_ clockdrive.Waker = (*eviction.Manager)(nil)
+	_ clockdrive.Waker = (*syncloop.Loop)(nil)
+	_ clockdrive.Waker = (*syncloop.FileSource)(nil)
+	_ clockdrive.Waker = (*syncloop.HTTPSource)(nil)
+)
+
 // countingSyncer counts pod syncs and tells whether one is in progress.
 type countingSyncer struct {
 	syncs  atomic.Int32
@@ -194,13 +206,13 @@ func TestOneFakeClockDrivesEveryRun(t *testing.T) {
 	defer wg.Wait()
 	defer cancel()
 
-	driver, err := clockdrive.New(clk, map[string]clockdrive.NextFunc{
-		"lease":      leases.NextDue,
-		"nodestatus": status.NextSync,
-		"pleg":       gen.NextRelist,
-		"prober":     probes.NextProbe,
-		"syncloop":   loop.NextIteration,
-		"eviction":   evict.NextPass,
+	driver, err := clockdrive.New(clk, map[string]clockdrive.Waker{
+		"lease":      leases,
+		"nodestatus": status,
+		"pleg":       gen,
+		"prober":     probes,
+		"syncloop":   loop,
+		"eviction":   evict,
 		"podworkers": clockdrive.Idle(func() int { return int(syncer.inSync.Load()) }),
 	})
 	require.NoError(t, err)
@@ -222,15 +234,15 @@ func TestOneFakeClockDrivesEveryRun(t *testing.T) {
 	}
 	renewal, _ := leases.NextRenewal(node)
 	at(70*time.Second, renewal, "lease renewed at 10s … 60s")
-	nextSync, _ := status.NextSync()
+	nextSync, _ := status.NextWake()
 	at(70*time.Second, nextSync, "node status")
-	relist, _ := gen.NextRelist()
+	relist, _ := gen.NextWake()
 	at(61*time.Second, relist, "relist")
-	probe, _ := probes.NextProbe()
+	probe, _ := probes.NextWake()
 	at(70*time.Second, probe, "probe")
-	iteration, _ := loop.NextIteration()
+	iteration, _ := loop.NextWake()
 	at(61*time.Second, iteration, "sync tick")
-	pass, _ := evict.NextPass()
+	pass, _ := evict.NextWake()
 	at(70*time.Second, pass, "eviction pass")
 	execs := 0
 	for _, c := range rt.GetCalls() {

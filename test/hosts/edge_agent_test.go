@@ -130,7 +130,7 @@ func TestEdgeAgent(t *testing.T) {
 	waits = append(waits, runBlock(t, ctx, "prober", probes.Run))
 	var execAt, resultAt stamps
 	d := &driver{t: t, clk: clk, accessors: []accessor{
-		{"nodestatus", status.NextSync}, {"lease", leases.NextDue}, {"prober", probes.NextProbe},
+		{"nodestatus", status.NextWake}, {"lease", leases.NextWake}, {"prober", probes.NextWake},
 	}, onStep: func(now time.Time) {
 		execAt.see(len(runner.Calls()), now)
 		resultAt.see(rec.Len(), now)

@@ -27,7 +27,7 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // parkTimeout bounds the real time a block may take to park after a step.
 const parkTimeout = 20 * time.Second
 
-// accessor is a block's "next due" accessor: NextDue, NextSync, ...
+// accessor is a block's "next due" accessor: NextWake
 type accessor struct {
 	name string
 	next func() (time.Time, bool)
@@ -107,7 +107,7 @@ func (d *driver) park() time.Time {
 			timed++
 		}
 		// Workaround: an accessor may report ok before its Run has armed
-		// the timer (seen with lease.NextDue). Each block waiting for a
+		// the timer (seen with lease.Controller.NextWake). Each block waiting for a
 		// time must hold at least one timer of the clock.
 		if w := d.clk.Waiters(); w < timed {
 			d.unarmed++

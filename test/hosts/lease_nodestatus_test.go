@@ -55,7 +55,7 @@ func TestLeaseAndNodeStatus(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d := &driver{t: t, clk: clk, accessors: []accessor{{"lease", leases.NextDue}}}
+	d := &driver{t: t, clk: clk, accessors: []accessor{{"lease", leases.NextWake}}}
 
 	// The lease starts first: its first renewal cannot know the Node yet.
 	waitLease := runBlock(t, ctx, "lease", leases.Run)
@@ -64,7 +64,7 @@ func TestLeaseAndNodeStatus(t *testing.T) {
 	require.Empty(t, api.requests("create", "leases", "")[0].obj.(*coordinationv1.Lease).OwnerReferences)
 
 	waitStatus := runBlock(t, ctx, "nodestatus", status.Run)
-	d.accessors = append(d.accessors, accessor{"nodestatus", status.NextSync})
+	d.accessors = append(d.accessors, accessor{"nodestatus", status.NextWake})
 	d.park()
 	require.Equal(t, int64(0), registeredAt.Load(), "registered at once")
 	require.Len(t, api.requests("create", "nodes", ""), 1)

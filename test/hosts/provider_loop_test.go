@@ -457,7 +457,7 @@ func TestProviderLoop(t *testing.T) {
 		runBlock(t, ctx, "syncloop", loop.Run),
 	}
 	d := &driver{t: t, clk: clk,
-		accessors: []accessor{{"pleg", gen.NextRelist}, {"syncloop", loop.NextIteration}},
+		accessors: []accessor{{"pleg", gen.NextWake}, {"syncloop", loop.NextWake}},
 		idle:      func() bool { return workers.Active() == 0 && !b.released() }, // Active first
 		explain: func() string {
 			return fmt.Sprintf("active %d; barrier %v; calls %v", workers.Active(), b, prov.history(uid))
