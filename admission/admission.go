@@ -24,7 +24,7 @@ type Result struct {
 }
 
 // Admitted is the Result of a handler with nothing to object to.
-var Admitted = Result{Admit: true}
+func Admitted() Result { return Result{Admit: true} }
 
 // Handler admits or rejects one pod. It must not keep attrs.
 type Handler interface {
@@ -48,5 +48,5 @@ func (c Chain) Admit(ctx context.Context, attrs Attributes) Result {
 			return r
 		}
 	}
-	return Admitted
+	return Admitted()
 }

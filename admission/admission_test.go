@@ -211,7 +211,7 @@ func TestSysctls(t *testing.T) {
 			pod.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: tc.sysctl, Value: "1"}}}
 			r := h.Admit(context.Background(), Attributes{Pod: pod})
 			if tc.message == "" {
-				assert.Equal(t, Admitted, r)
+				assert.Equal(t, Admitted(), r)
 			} else {
 				assert.Equal(t, Result{Reason: "SysctlForbidden", Message: tc.message}, r)
 			}
@@ -230,8 +230,8 @@ func TestChainStopsAtFirstRejection(t *testing.T) {
 	h := func(name string, r Result) Handler {
 		return HandlerFunc(func(context.Context, Attributes) Result { calls = append(calls, name); return r })
 	}
-	c := Chain{h("a", Admitted), h("b", Result{Reason: "No"}), h("c", Admitted)}
+	c := Chain{h("a", Admitted()), h("b", Result{Reason: "No"}), h("c", Admitted())}
 	assert.Equal(t, Result{Reason: "No"}, c.Admit(context.Background(), Attributes{}))
 	assert.Equal(t, []string{"a", "b"}, calls)
-	assert.Equal(t, Admitted, Chain{}.Admit(context.Background(), Attributes{}))
+	assert.Equal(t, Admitted(), Chain{}.Admit(context.Background(), Attributes{}))
 }

@@ -112,7 +112,7 @@ func (p *predicates) Admit(ctx context.Context, attrs Attributes) Result {
 		}
 	}
 	if len(fails) == 0 {
-		return Admitted
+		return Admitted()
 	}
 	klog.FromContext(ctx).V(2).Info("Predicate failed on Pod", "pod", klog.KObj(pod), "err", fails[0].message)
 	return Result{Reason: fails[0].reason, Message: fails[0].message}

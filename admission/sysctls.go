@@ -89,14 +89,14 @@ type sysctls struct {
 func (h *sysctls) Admit(_ context.Context, attrs Attributes) Result {
 	sc := attrs.Pod.Spec.SecurityContext
 	if sc == nil {
-		return Admitted
+		return Admitted()
 	}
 	for _, s := range sc.Sysctls {
 		if err := h.allowed(s.Name, attrs.Pod.Spec.HostNetwork, attrs.Pod.Spec.HostIPC); err != nil {
 			return Result{Reason: ReasonSysctlForbidden, Message: "forbidden sysctl: " + err.Error()}
 		}
 	}
-	return Admitted
+	return Admitted()
 }
 
 func (h *sysctls) allowed(name string, hostNet, hostIPC bool) error {

@@ -19,7 +19,7 @@ import (
 func Example() {
 	root, _ := os.MkdirTemp("", "volumes-example-")
 	defer os.RemoveAll(root)
-	m, err := volumes.New(volumes.Config{RootDir: root, Mounter: volumes.DirOnly})
+	m, err := volumes.New(volumes.Config{RootDir: root, Mounter: volumes.DirOnly()})
 	if err != nil {
 		panic(err)
 	}
@@ -70,7 +70,7 @@ func (h hostDirs) SetUp(_ context.Context, v volumes.Volume) (volumes.Mount, err
 func ExamplePlugin() {
 	root, _ := os.MkdirTemp("", "volumes-plugin-")
 	defer os.RemoveAll(root)
-	m, err := volumes.New(volumes.Config{RootDir: filepath.Join(root, "kubelet"), Mounter: volumes.DirOnly,
+	m, err := volumes.New(volumes.Config{RootDir: filepath.Join(root, "kubelet"), Mounter: volumes.DirOnly(),
 		Plugins: []volumes.Plugin{hostDirs{base: filepath.Join(root, "claims")}}})
 	if err != nil {
 		panic(err)
@@ -108,7 +108,7 @@ func ExampleManager_Usage() {
 	pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "local-pv"}, Spec: v1.PersistentVolumeSpec{
 		PersistentVolumeSource: v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: disk}},
 		ClaimRef:               &v1.ObjectReference{Namespace: "shop", Name: "data-db-0", UID: "c1"}}}
-	m, err := volumes.New(volumes.Config{RootDir: filepath.Join(root, "kubelet"), Mounter: volumes.DirOnly,
+	m, err := volumes.New(volumes.Config{RootDir: filepath.Join(root, "kubelet"), Mounter: volumes.DirOnly(),
 		Client: fake.NewClientset(claim, pv)})
 	if err != nil {
 		panic(err)

@@ -173,7 +173,7 @@ func New(cfg Config) (*Manager, error) {
 	}
 	cfg.RootDir = root
 	if cfg.Mounter == nil {
-		cfg.Mounter = HostMounter
+		cfg.Mounter = HostMounter()
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}

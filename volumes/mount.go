@@ -56,7 +56,7 @@ func mountTableHas(m Mounter, dir string) (bool, error) {
 // DirOnly is the Mounter of a runtime that does not run real containers:
 // it mounts nothing, so a memory-backed emptyDir is a plain directory and a
 // subPath is handed to the runtime as a resolved path.
-var DirOnly Mounter = dirOnly{}
+func DirOnly() Mounter { return dirOnly{} }
 
 type dirOnly struct{}
 

@@ -13,7 +13,7 @@ import (
 
 // HostMounter mounts with the host's mount(2); the agent needs
 // CAP_SYS_ADMIN for it, as the kubelet does.
-var HostMounter Mounter = hostMounter{}
+func HostMounter() Mounter { return hostMounter{} }
 
 type hostMounter struct{}
 

@@ -10,7 +10,7 @@ import (
 
 func TestHostMounterIsMountPoint(t *testing.T) {
 	dir := t.TempDir()
-	checker := HostMounter.(MountPointChecker)
+	checker := HostMounter().(MountPointChecker)
 	for _, c := range []struct {
 		dir  string
 		want bool
@@ -23,7 +23,7 @@ func TestHostMounterIsMountPoint(t *testing.T) {
 		got, err := checker.IsMountPoint(c.dir)
 		require.NoError(t, err, c.dir)
 		require.Equal(t, c.want, got, c.dir)
-		inTable, err := mountTableHas(HostMounter, c.dir)
+		inTable, err := mountTableHas(HostMounter(), c.dir)
 		require.NoError(t, err)
 		require.Equal(t, inTable, got, "%s: the mount table disagrees", c.dir)
 	}
@@ -31,15 +31,15 @@ func TestHostMounterIsMountPoint(t *testing.T) {
 	// A tmpfs of our own, where the process may mount.
 	target := filepath.Join(dir, "tmpfs")
 	require.NoError(t, os.Mkdir(target, 0o755))
-	if err := HostMounter.MountTmpfs(target, 1<<20); err != nil {
+	if err := HostMounter().MountTmpfs(target, 1<<20); err != nil {
 		t.Logf("no tmpfs of our own (%v); the rest needs CAP_SYS_ADMIN", err)
 		return
 	}
-	t.Cleanup(func() { _ = HostMounter.Unmount(target) })
+	t.Cleanup(func() { _ = HostMounter().Unmount(target) })
 	got, err := checker.IsMountPoint(target)
 	require.NoError(t, err)
 	require.True(t, got)
-	require.NoError(t, HostMounter.Unmount(target))
+	require.NoError(t, HostMounter().Unmount(target))
 	got, err = checker.IsMountPoint(target)
 	require.NoError(t, err)
 	require.False(t, got)
@@ -69,7 +69,7 @@ func BenchmarkIsMountPoint(b *testing.B) {
 	b.Run("statx", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := isMountPoint(HostMounter, dir); err != nil {
+			if _, err := isMountPoint(HostMounter(), dir); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -77,7 +77,7 @@ func BenchmarkIsMountPoint(b *testing.B) {
 	b.Run("mount-table", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := mountTableHas(HostMounter, dir); err != nil {
+			if _, err := mountTableHas(HostMounter(), dir); err != nil {
 				b.Fatal(err)
 			}
 		}

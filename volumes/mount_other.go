@@ -5,7 +5,7 @@ package volumes
 import "errors"
 
 // HostMounter is not available off Linux: every call fails.
-var HostMounter Mounter = unsupportedMounter{}
+func HostMounter() Mounter { return unsupportedMounter{} }
 
 type unsupportedMounter struct{}
 

@@ -99,7 +99,7 @@ func (m *Manager) subPathMount(ctx context.Context, pod *v1.Pod, volName, volPat
 		return "", fail("prepare subPath", err)
 	}
 	defer f.close()
-	if m.cfg.Mounter == DirOnly {
+	if _, ok := m.cfg.Mounter.(dirOnly); ok {
 		return f.path, nil
 	}
 	target := filepath.Join(m.PodDir(pod.UID), "volume-subpaths", volName, container, strconv.Itoa(index))

@@ -113,7 +113,7 @@ func TestSubPathMountBindsWhatWasChecked(t *testing.T) {
 		t.Skip("bind mounts need root")
 	}
 	vol, _ := subPathVolume(t)
-	m, err := New(Config{RootDir: t.TempDir(), Mounter: HostMounter})
+	m, err := New(Config{RootDir: t.TempDir(), Mounter: HostMounter()})
 	require.NoError(t, err)
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid-bind"}}
 	ctx := klog.NewContext(context.Background(), logr.Discard())
@@ -139,7 +139,7 @@ func TestSubPathMountBindsWhatWasChecked(t *testing.T) {
 
 func TestSubPathDirOnlyReturnsResolvedPath(t *testing.T) {
 	vol, outside := subPathVolume(t)
-	m, err := New(Config{RootDir: t.TempDir(), Mounter: DirOnly})
+	m, err := New(Config{RootDir: t.TempDir(), Mounter: DirOnly()})
 	require.NoError(t, err)
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid-dir"}}
 	ctx := klog.NewContext(context.Background(), logr.Discard())

@@ -125,7 +125,7 @@ func TestSubPathMountRaceNeverEscapes(t *testing.T) {
 		t.Skip("bind mounts need root")
 	}
 	r := startSwapRace(t)
-	m, err := New(Config{RootDir: t.TempDir(), Mounter: HostMounter})
+	m, err := New(Config{RootDir: t.TempDir(), Mounter: HostMounter()})
 	require.NoError(t, err)
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid-race"}}
 	ctx := klog.NewContext(context.Background(), logr.Discard()) // thousands of expected failures
@@ -138,7 +138,7 @@ func TestSubPathMountRaceNeverEscapes(t *testing.T) {
 			if !boundTo(t, target, r.realA, filepath.Join("b", name)) {
 				wrongSource++
 			}
-			require.NoError(t, HostMounter.Unmount(target))
+			require.NoError(t, HostMounter().Unmount(target))
 		}
 		if r.escaped(t) {
 			escapes++
@@ -150,7 +150,7 @@ func TestSubPathMountRaceNeverEscapes(t *testing.T) {
 	assert.Zero(t, escapes, "directories created outside the volume")
 	assert.Zero(t, wrongSource, "binds of something other than the subPath inside the volume")
 	assert.NotZero(t, bound, "some tries fall between swaps")
-	points, err := mountPointsUnder(HostMounter, m.PodDir(pod.UID))
+	points, err := mountPointsUnder(HostMounter(), m.PodDir(pod.UID))
 	require.NoError(t, err)
 	assert.Empty(t, points)
 }

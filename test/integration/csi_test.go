@@ -106,9 +106,9 @@ func TestCSIAsNodeIdentity(t *testing.T) {
 	require.NoError(t, err)
 
 	root := t.TempDir()
-	plugin, err := csi.New(csi.Config{RootDir: root, NodeName: node, Drivers: drivers, Client: nodeClient, Mounter: volumes.DirOnly})
+	plugin, err := csi.New(csi.Config{RootDir: root, NodeName: node, Drivers: drivers, Client: nodeClient, Mounter: volumes.DirOnly()})
 	require.NoError(t, err)
-	m, err := volumes.New(volumes.Config{RootDir: root, Client: nodeClient, Plugins: []volumes.Plugin{plugin}, Mounter: volumes.DirOnly})
+	m, err := volumes.New(volumes.Config{RootDir: root, Client: nodeClient, Plugins: []volumes.Plugin{plugin}, Mounter: volumes.DirOnly()})
 	require.NoError(t, err)
 	err = m.SetUpPod(ctx, pod)
 	require.ErrorContains(t, err, "is not attached according to node status yet")

@@ -61,7 +61,7 @@ func TestVolumesAsNodeIdentity(t *testing.T) {
 	objs, err := objects.New(objects.Config{Client: nodeClient})
 	require.NoError(t, err)
 	defer objs.Stop()
-	m, err := volumes.New(volumes.Config{RootDir: root, Objects: objs, Client: nodeClient, Mounter: volumes.DirOnly})
+	m, err := volumes.New(volumes.Config{RootDir: root, Objects: objs, Client: nodeClient, Mounter: volumes.DirOnly()})
 	require.NoError(t, err)
 	setUp := func(p *v1.Pod) error {
 		objs.Register(ctx, p)
@@ -148,7 +148,7 @@ func TestPersistentVolumeClaimsAsNodeIdentity(t *testing.T) {
 	}
 	podA, podB := pod("on-a", nodeA, "data-a"), pod("on-b", nodeB, "data-b")
 
-	m, err := volumes.New(volumes.Config{RootDir: t.TempDir(), Client: srv.NodeClient(nodeA), Mounter: volumes.DirOnly})
+	m, err := volumes.New(volumes.Config{RootDir: t.TempDir(), Client: srv.NodeClient(nodeA), Mounter: volumes.DirOnly()})
 	require.NoError(t, err)
 	require.NoError(t, m.SetUpPod(ctx, podA))
 	mounts, err := m.ContainerMounts(ctx, podA, &podA.Spec.Containers[0], nil)

@@ -81,7 +81,7 @@ func (e *env) restart(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(e.drivers.Close)
 	require.NoError(t, e.drivers.RegisterPlugin(context.Background(), e.driver.Name, e.socket, []string{"1.0.0"}))
-	e.plugin, err = csi.New(csi.Config{RootDir: e.root, NodeName: nodeName, Drivers: e.drivers, Client: e.client, Mounter: volumes.DirOnly})
+	e.plugin, err = csi.New(csi.Config{RootDir: e.root, NodeName: nodeName, Drivers: e.drivers, Client: e.client, Mounter: volumes.DirOnly()})
 	require.NoError(t, err)
 }
 
@@ -232,7 +232,7 @@ func TestHungPublishIsBoundedAndOthersProceed(t *testing.T) {
 	clk := testclock.NewFakeClock(time.Unix(1000, 0))
 	var err error
 	e.plugin, err = csi.New(csi.Config{RootDir: e.root, NodeName: nodeName, Drivers: e.drivers, Client: e.client,
-		Mounter: volumes.DirOnly, Clock: clk})
+		Mounter: volumes.DirOnly(), Clock: clk})
 	require.NoError(t, err)
 	release := drv.Hang("NodePublishVolume")
 	defer release()

@@ -30,8 +30,8 @@ func Example() {
 
 	drivers, _ := csi.NewDrivers(csi.DriversConfig{}) // with a Client: CSINode and node annotation
 	defer drivers.Close()
-	plugin, _ := csi.New(csi.Config{RootDir: root, NodeName: "node-a", Drivers: drivers, Client: client, Mounter: volumes.DirOnly})
-	vm, _ := volumes.New(volumes.Config{RootDir: root, Plugins: []volumes.Plugin{plugin}, Mounter: volumes.DirOnly})
+	plugin, _ := csi.New(csi.Config{RootDir: root, NodeName: "node-a", Drivers: drivers, Client: client, Mounter: volumes.DirOnly()})
+	vm, _ := volumes.New(volumes.Config{RootDir: root, Plugins: []volumes.Plugin{plugin}, Mounter: volumes.DirOnly()})
 	watcher, _ := pluginwatch.New(pluginwatch.Config{Dir: filepath.Join(root, "plugins_registry"),
 		Handlers: map[string]pluginwatch.Handler{registerapi.CSIPlugin: drivers}})
 

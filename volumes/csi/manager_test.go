@@ -36,7 +36,7 @@ func TestClaimThroughTheVolumeManager(t *testing.T) {
 	require.NoError(t, err)
 	// attachRequired: false: not attachable, nothing in node status to wait for.
 
-	vm, err := volumes.New(volumes.Config{RootDir: e.root, Client: e.client, Plugins: []volumes.Plugin{e.plugin}, Mounter: volumes.DirOnly})
+	vm, err := volumes.New(volumes.Config{RootDir: e.root, Client: e.client, Plugins: []volumes.Plugin{e.plugin}, Mounter: volumes.DirOnly()})
 	require.NoError(t, err)
 	p := pod("0b1c7a9e-0000-4000-8000-000000000002", v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{
 		PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "c", ReadOnly: true}}})
@@ -90,7 +90,7 @@ func TestClaimWithNodeAffinityElsewhere(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			vm, err := volumes.New(volumes.Config{RootDir: e.root, Client: e.client, Plugins: []volumes.Plugin{e.plugin},
-				Mounter: volumes.DirOnly, Node: tc.node})
+				Mounter: volumes.DirOnly(), Node: tc.node})
 			require.NoError(t, err)
 			p := pod("0b1c7a9e-0000-4000-8000-000000000003", v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{
 				PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}})

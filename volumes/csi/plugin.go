@@ -102,7 +102,7 @@ func New(cfg Config) (*Plugin, error) {
 		cfg.Clock = clock.RealClock{}
 	}
 	if cfg.Mounter == nil {
-		cfg.Mounter = volumes.HostMounter
+		cfg.Mounter = volumes.HostMounter()
 	}
 	return &Plugin{cfg: cfg, rootAsGiven: given, published: map[string]volumes.Mount{}, staged: map[string]bool{},
 		settingUp: map[string]int{}, locks: map[string]*sync.Mutex{}}, nil

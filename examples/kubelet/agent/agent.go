@@ -318,9 +318,9 @@ func (a *Agent) build(ctx context.Context) error {
 		Observer:                   a.startup}); err != nil {
 		return err
 	}
-	mounter := volumes.HostMounter
+	mounter := volumes.HostMounter()
 	if a.sim != nil {
-		mounter = volumes.DirOnly // simulated containers never read the host
+		mounter = volumes.DirOnly() // simulated containers never read the host
 	}
 	var objs volumes.Objects
 	if a.client != nil {

@@ -33,7 +33,7 @@ func FuzzStaticManifestDirectories(f *testing.F) {
 		require.NoError(t, err)
 		ctx := context.Background()
 		_, _ = src.Scan(ctx, true) // an invalid manifest is reported, not returned
-		m, err := volumes.New(volumes.Config{RootDir: root, Mounter: volumes.DirOnly})
+		m, err := volumes.New(volumes.Config{RootDir: root, Mounter: volumes.DirOnly()})
 		require.NoError(t, err)
 		for _, pod := range src.Pods() {
 			_ = m.SetUpPod(ctx, pod) // a volume type it does not set up fails loudly; fine here
