@@ -4,6 +4,8 @@ import (
 	"context"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 // Attributes is what a Handler sees.
@@ -17,11 +19,7 @@ type Attributes struct {
 
 // Result is a Handler's decision. A rejection carries the reason and
 // message the pod's status and event show.
-type Result struct {
-	Admit   bool
-	Reason  string
-	Message string
-}
+type Result = kubetypes.AdmitResult
 
 // Admitted is the Result of a handler with nothing to object to.
 func Admitted() Result { return Result{Admit: true} }

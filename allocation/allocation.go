@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 // Reasons of the PodResizePending condition.
@@ -25,18 +27,11 @@ const (
 	ReasonError = v1.PodReasonError
 )
 
-// Verdict is an admission decision on a pod with new resources beside the
-// other pods (the kubelet's admit handlers).
-type Verdict struct {
-	Admit           bool
-	Reason, Message string
-}
-
 // Config configures a Manager.
 type Config struct {
 	// Admit decides whether pod, with the resources its spec asks for,
 	// fits beside others (their allocated resources). Required.
-	Admit func(ctx context.Context, pod *v1.Pod, others []*v1.Pod) Verdict
+	Admit func(ctx context.Context, pod *v1.Pod, others []*v1.Pod) kubetypes.AdmitResult
 	// Allocatable is the node's allocatable; a pod asking for more than
 	// all of it is Infeasible rather than Deferred. nil: never Infeasible.
 	Allocatable func() v1.ResourceList

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 func pods(ps ...*v1.Pod) func() []*v1.Pod { return func() []*v1.Pod { return ps } }
@@ -23,16 +25,16 @@ func pod(uid string, gen int64, cpu string) *v1.Pod {
 }
 
 // fitCPU admits while the summed CPU requests stay within capacity milli-CPU.
-func fitCPU(capacity int64) func(context.Context, *v1.Pod, []*v1.Pod) Verdict {
-	return func(_ context.Context, p *v1.Pod, others []*v1.Pod) Verdict {
+func fitCPU(capacity int64) func(context.Context, *v1.Pod, []*v1.Pod) kubetypes.AdmitResult {
+	return func(_ context.Context, p *v1.Pod, others []*v1.Pod) kubetypes.AdmitResult {
 		used := int64(0)
 		for _, o := range others {
 			used += o.Spec.Containers[0].Resources.Requests.Cpu().MilliValue()
 		}
 		if used+p.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() > capacity {
-			return Verdict{Reason: "OutOfcpu", Message: "Node didn't have enough resource: cpu"}
+			return kubetypes.AdmitResult{Reason: "OutOfcpu", Message: "Node didn't have enough resource: cpu"}
 		}
-		return Verdict{Admit: true}
+		return kubetypes.AdmitResult{Admit: true}
 	}
 }
 
@@ -103,7 +105,9 @@ func TestResize(t *testing.T) {
 
 func TestResizePodLevel(t *testing.T) {
 	ctx := context.Background()
-	m, err := New(Config{Admit: func(context.Context, *v1.Pod, []*v1.Pod) Verdict { return Verdict{Admit: true} }})
+	m, err := New(Config{Admit: func(context.Context, *v1.Pod, []*v1.Pod) kubetypes.AdmitResult {
+		return kubetypes.AdmitResult{Admit: true}
+	}})
 	require.NoError(t, err)
 	plr := func(gen int64, cpu string) *v1.Pod {
 		p := pod("a", gen, "100m")

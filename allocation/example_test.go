@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodekit/nodekit/allocation"
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 func Example() {
@@ -16,11 +17,11 @@ func Example() {
 	m, _ := allocation.New(allocation.Config{
 		// Admit whatever asks for at most one CPU (the kubelet runs its
 		// admit handlers here).
-		Admit: func(_ context.Context, p *v1.Pod, _ []*v1.Pod) allocation.Verdict {
+		Admit: func(_ context.Context, p *v1.Pod, _ []*v1.Pod) kubetypes.AdmitResult {
 			if p.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() > 1000 {
-				return allocation.Verdict{Reason: "OutOfcpu", Message: "Node didn't have enough resource: cpu"}
+				return kubetypes.AdmitResult{Reason: "OutOfcpu", Message: "Node didn't have enough resource: cpu"}
 			}
-			return allocation.Verdict{Admit: true}
+			return kubetypes.AdmitResult{Admit: true}
 		},
 	})
 	withCPU := func(gen int64, cpu string) *v1.Pod {

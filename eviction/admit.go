@@ -5,17 +5,9 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
-)
 
-// AdmitResult is the outcome of an admission check.
-type AdmitResult struct {
-	// Admit is true if the pod may run.
-	Admit bool
-	// Reason is "Evicted" for a rejected pod, as upstream.
-	Reason string
-	// Message is upstream's "The node had condition: [DiskPressure]. ".
-	Message string
-}
+	"github.com/nodekit/nodekit/kubetypes"
+)
 
 // AdmitPod decides whether pod may be admitted on a node reporting the
 // given pressure conditions, as upstream's eviction admit handler does:
@@ -23,16 +15,16 @@ type AdmitResult struct {
 //   - only memory pressure: admit unless the pod is BestEffort and does not
 //     tolerate the node.kubernetes.io/memory-pressure:NoSchedule taint;
 //   - disk or PID pressure: reject.
-func AdmitPod(conditions []v1.NodeConditionType, pod *v1.Pod) AdmitResult {
+func AdmitPod(conditions []v1.NodeConditionType, pod *v1.Pod) kubetypes.AdmitResult {
 	if len(conditions) == 0 || IsCriticalPod(pod) {
-		return AdmitResult{Admit: true}
+		return kubetypes.AdmitResult{Admit: true}
 	}
 	if len(conditions) == 1 && conditions[0] == v1.NodeMemoryPressure {
 		if !isBestEffort(pod) || toleratesMemoryPressure(pod.Spec.Tolerations) {
-			return AdmitResult{Admit: true}
+			return kubetypes.AdmitResult{Admit: true}
 		}
 	}
-	return AdmitResult{
+	return kubetypes.AdmitResult{
 		Reason:  Reason,
 		Message: fmt.Sprintf("The node had condition: %v. ", conditions),
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodekit/nodekit/internal/parking"
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 // Manager evaluates eviction thresholds against node statistics, reports
@@ -103,7 +104,7 @@ func (m *Manager) hasCondition(c v1.NodeConditionType) bool {
 }
 
 // Admit is the admission check for the current conditions; see AdmitPod.
-func (m *Manager) Admit(pod *v1.Pod) AdmitResult {
+func (m *Manager) Admit(pod *v1.Pod) kubetypes.AdmitResult {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return AdmitPod(m.conditions, pod)

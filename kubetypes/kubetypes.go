@@ -12,6 +12,19 @@ const (
 	APIServerSource = "api"
 )
 
+// AdmitResult is the one verdict of every admit decision on a pod: the
+// admission chain's, the eviction manager's and the allocation manager's
+// (a resize beside the other pods). A refused pod gets Reason and Message
+// in its status and event.
+type AdmitResult struct {
+	// Admit is true if the pod may run.
+	Admit bool
+	// Reason is a CamelCase reason ("Evicted", "OutOfcpu").
+	Reason string
+	// Message says why, for a person.
+	Message string
+}
+
 // Annotation keys the pod sources and the kubelet set.
 const (
 	// ConfigSourceAnnotationKey names the source a pod came from.

@@ -1826,11 +1826,11 @@ func TestSyncPodNodeFacts(t *testing.T) {
 // pending.
 func TestSyncPodInPlaceResize(t *testing.T) {
 	alloc, err := allocation.New(allocation.Config{
-		Admit: func(_ context.Context, p *v1.Pod, _ []*v1.Pod) allocation.Verdict {
+		Admit: func(_ context.Context, p *v1.Pod, _ []*v1.Pod) kubetypes.AdmitResult {
 			if p.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() > 1000 {
-				return allocation.Verdict{Reason: "OutOfcpu", Message: "Node didn't have enough resource: cpu"}
+				return kubetypes.AdmitResult{Reason: "OutOfcpu", Message: "Node didn't have enough resource: cpu"}
 			}
-			return allocation.Verdict{Admit: true}
+			return kubetypes.AdmitResult{Admit: true}
 		},
 		Allocatable: func() v1.ResourceList { return v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")} },
 	})
@@ -1904,7 +1904,9 @@ func TestSyncPodInPlaceResize(t *testing.T) {
 // what the pod runs with.
 func TestSyncPodLevelResize(t *testing.T) {
 	alloc, err := allocation.New(allocation.Config{
-		Admit: func(context.Context, *v1.Pod, []*v1.Pod) allocation.Verdict { return allocation.Verdict{Admit: true} },
+		Admit: func(context.Context, *v1.Pod, []*v1.Pod) kubetypes.AdmitResult {
+			return kubetypes.AdmitResult{Admit: true}
+		},
 	})
 	require.NoError(t, err)
 	h := newHarness(t, func(cfg *podsyncer.Config, _ *harness) { cfg.Allocation = alloc })

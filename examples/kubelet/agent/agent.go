@@ -39,6 +39,7 @@ import (
 	"github.com/nodekit/nodekit/kubeclient"
 	"github.com/nodekit/nodekit/kubeclient/clientset"
 	"github.com/nodekit/nodekit/kubeletapi"
+	"github.com/nodekit/nodekit/kubetypes"
 	"github.com/nodekit/nodekit/lease"
 	"github.com/nodekit/nodekit/nodecerts"
 	"github.com/nodekit/nodekit/nodeclaim"
@@ -334,9 +335,8 @@ func (a *Agent) build(ctx context.Context) error {
 		return err
 	}
 	if a.alloc, err = allocation.New(allocation.Config{Allocatable: a.allocatable,
-		Admit: func(ctx context.Context, pod *v1.Pod, others []*v1.Pod) allocation.Verdict {
-			r := a.admit.Admit(ctx, admission.Attributes{Pod: pod, OtherPods: others})
-			return allocation.Verdict{Admit: r.Admit, Reason: r.Reason, Message: r.Message}
+		Admit: func(ctx context.Context, pod *v1.Pod, others []*v1.Pod) kubetypes.AdmitResult {
+			return a.admit.Admit(ctx, admission.Attributes{Pod: pod, OtherPods: others})
 		}}); err != nil {
 		return err
 	}
