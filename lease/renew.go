@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekit/nodekit/clockctx"
+	"github.com/nodekit/nodekit/internal/retry"
 )
 
 // ErrRenewInProgress is returned by Renew when a renewal of the same name is
@@ -83,10 +84,10 @@ func (c *Controller) renewAndReschedule(ctx context.Context, e *entry, due time.
 	e.lease, e.lastLookup = kept, st.lastLookup
 	if err == nil {
 		e.failures = 0
-		e.due = end.Add(Jitter(c.cfg.RenewInterval, c.cfg.RenewJitter, c.cfg.Rand()))
+		e.due = end.Add(retry.Jitter(c.cfg.RenewInterval, c.cfg.RenewJitter, c.cfg.Rand()))
 	} else {
 		e.failures++
-		e.due = end.Add(Backoff(e.failures, c.cfg.BackoffInitial, c.cfg.BackoffMax))
+		e.due = end.Add(retry.Backoff(e.failures, c.cfg.BackoffInitial, c.cfg.BackoffMax))
 	}
 	failures, retryIn := e.failures, e.due.Sub(end)
 	if !e.removed {

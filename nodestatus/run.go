@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/nodekit/nodekit/internal/retry"
 )
 
 // Registration backoff of the kubelet: 100ms doubling to 7s.
@@ -36,7 +38,7 @@ func (c *Controller) Run(ctx context.Context) error {
 			return nil
 		case err != nil && !errors.Is(err, ErrSetters) && !c.isRegistered():
 			logger.Error(err, "Unable to register node with API server", "node", c.cfg.NodeName, "retryIn", backoff)
-			next, backoff = backoff, min(2*backoff, registerBackoffMax)
+			next, backoff = backoff, retry.Next(backoff, registerBackoffInitial, registerBackoffMax)
 		case err != nil:
 			logger.Error(err, "Unable to update node status", "node", c.cfg.NodeName)
 			backoff = registerBackoffInitial

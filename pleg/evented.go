@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/nodekit/nodekit/internal/retry"
 )
 
 // stream keeps the runtime's container event stream connected until ctx
@@ -57,7 +59,7 @@ func (g *Generator) stream(ctx context.Context) {
 		if !g.sleep(ctx, backoff) {
 			return
 		}
-		backoff = min(2*backoff, g.cfg.StreamBackoffMax)
+		backoff = retry.Next(backoff, g.cfg.StreamBackoffInitial, g.cfg.StreamBackoffMax)
 	}
 }
 

@@ -1,8 +1,6 @@
 package podworkers
 
 import (
-	"time"
-
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -48,13 +46,4 @@ func effectiveGracePeriod(prev gracePeriod, pod *v1.Pod, kill *KillOptions) (nex
 		}
 	}
 	return next, prev.set && next.seconds != prev.seconds
-}
-
-// jitter stretches d by up to factor*d, drawing r in [0, 1). A factor of
-// zero or less leaves d alone.
-func jitter(d time.Duration, factor, r float64) time.Duration {
-	if factor <= 0 {
-		return d
-	}
-	return d + time.Duration(r*factor*float64(d))
 }

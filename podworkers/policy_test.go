@@ -2,7 +2,6 @@ package podworkers
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
@@ -59,22 +58,5 @@ func TestEffectiveGracePeriod(t *testing.T) {
 				require.LessOrEqual(t, got.seconds, tc.prev.seconds, "grace periods only shorten")
 			}
 		})
-	}
-}
-
-func TestJitter(t *testing.T) {
-	tests := []struct {
-		d      time.Duration
-		factor float64
-		r      float64
-		want   time.Duration
-	}{
-		{time.Minute, 0.5, 0, time.Minute},
-		{time.Minute, 0.5, 0.5, 75 * time.Second},
-		{time.Minute, -1, 0.9, time.Minute},
-		{10 * time.Second, 0.5, 1, 15 * time.Second},
-	}
-	for _, tc := range tests {
-		require.Equal(t, tc.want, jitter(tc.d, tc.factor, tc.r))
 	}
 }

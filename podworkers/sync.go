@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodekit/nodekit/internal/retry"
 	"github.com/nodekit/nodekit/kubetypes"
 )
 
@@ -209,7 +210,7 @@ func (w *Workers) finish(u *unit, terminal bool, err error) bool {
 		st.startedTerminating = true
 		transition = true
 	default:
-		w.setDue(st, now.Add(jitter(w.cfg.ResyncInterval, w.cfg.ResyncJitter, w.cfg.Rand())))
+		w.setDue(st, now.Add(retry.Jitter(w.cfg.ResyncInterval, w.cfg.ResyncJitter, w.cfg.Rand())))
 		if p := st.activePod(); w.cfg.LookupPod != nil && st.pending == nil && p != nil {
 			st.release(w.cfg.IsStatic(p))
 		}
@@ -244,7 +245,7 @@ func (w *Workers) backOff(err error) time.Duration {
 			return d
 		}
 	}
-	return jitter(w.cfg.BackOffPeriod, w.cfg.BackOffJitter, w.cfg.Rand())
+	return retry.Jitter(w.cfg.BackOffPeriod, w.cfg.BackOffJitter, w.cfg.Rand())
 }
 
 // finishPod marks st finished: no more syncs until SyncKnownPods forgets it.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodekit/nodekit/containerid"
 	"github.com/nodekit/nodekit/internal/parking"
+	"github.com/nodekit/nodekit/internal/retry"
 	"github.com/nodekit/nodekit/kubetypes"
 	"github.com/nodekit/nodekit/pleg"
 	"github.com/nodekit/nodekit/prober"
@@ -207,7 +208,7 @@ func (l *Loop) Iterate(ctx context.Context) time.Duration {
 	defer func() { l.last.Store(l.cfg.Clock.Now().UnixNano()) }()
 
 	if err := l.runtimeHealth(); err != nil {
-		l.backoff = nextBackoff(l.backoff, l.cfg.BackoffInitial, l.cfg.BackoffMax)
+		l.backoff = retry.Next(l.backoff, l.cfg.BackoffInitial, l.cfg.BackoffMax)
 		l.unhealthy = true
 		logger.Error(err, "Skipping pod synchronization", "retryIn", l.backoff)
 		l.metrics.skipped()

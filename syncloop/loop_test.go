@@ -411,12 +411,6 @@ func TestNewValidates(t *testing.T) {
 }
 
 func TestPolicies(t *testing.T) {
-	for _, c := range []struct{ cur, want time.Duration }{
-		{0, 100 * time.Millisecond}, {100 * time.Millisecond, 200 * time.Millisecond},
-		{3200 * time.Millisecond, 5 * time.Second}, {5 * time.Second, 5 * time.Second},
-	} {
-		require.Equal(t, c.want, nextBackoff(c.cur, 100*time.Millisecond, 5*time.Second))
-	}
 	require.Equal(t, t0.Add(2*time.Second), nextTick(t0.Add(time.Second), t0.Add(time.Second), time.Second))
 	require.Equal(t, t0.Add(11*time.Second), nextTick(t0, t0.Add(10*time.Second), time.Second))
 	for _, e := range []pleg.EventType{pleg.ContainerStarted, pleg.ContainerDied, pleg.PodSync, pleg.ContainerChanged} {

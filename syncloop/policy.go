@@ -7,17 +7,6 @@ import (
 	"github.com/nodekit/nodekit/prober"
 )
 
-// nextBackoff doubles cur, starting at initial and capped at max.
-func nextBackoff(cur, initial, max time.Duration) time.Duration {
-	if cur < initial {
-		return initial
-	}
-	if cur >= max/2 {
-		return max
-	}
-	return 2 * cur
-}
-
 // isSyncWorthy reports whether a PLEG event calls for a pod sync: every
 // event but ContainerRemoved, like upstream.
 func isSyncWorthy(t pleg.EventType) bool {
