@@ -1,6 +1,6 @@
 // Package parking is the state behind the blocks' NextWake methods
-// (clockdrive.Waker: pleg, eviction, nodestatus, syncloop, ...): when a Run loop is parked, until when, and
-// whether a wake-up it has not taken yet is pending. One convention for
+// (clockdrive.Waker: pleg, eviction, nodestatus, syncloop, ...): when a
+// Run loop is parked, until when, and whether a wake-up it has not taken yet is pending. One convention for
 // every block: ok is false while the loop works, while a wake-up it listens
 // to is pending, and when it is not running.
 package parking
