@@ -64,7 +64,7 @@ func (f fileConfig) apply(path string, set map[string]bool) error {
 }
 
 // fields are the KubeletConfiguration fields this agent honours; the
-// README's table lists them.
+// docs/reference-agent.md's table lists them.
 func (f fileConfig) fields() []field {
 	o := f.opts
 	healthz := func(c *kubeletconfig.Config) error {
