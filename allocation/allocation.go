@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -17,6 +18,9 @@ import (
 
 	"github.com/nodekit/nodekit/kubetypes"
 )
+
+// ErrInvalidConfig wraps every error New returns for a bad Config.
+var ErrInvalidConfig = errors.New("allocation: invalid config")
 
 // Reasons of the PodResizePending condition.
 const (
@@ -67,7 +71,7 @@ type entry struct {
 // New returns a Manager.
 func New(cfg Config) (*Manager, error) {
 	if cfg.Admit == nil {
-		return nil, fmt.Errorf("allocation: Admit is required")
+		return nil, fmt.Errorf("%w: Admit is required", ErrInvalidConfig)
 	}
 	return &Manager{cfg: cfg, pod: map[types.UID]*entry{}}, nil
 }

@@ -22,6 +22,9 @@ import (
 	"k8s.io/utils/clock"
 )
 
+// ErrInvalidConfig wraps every error New returns for a bad Config.
+var ErrInvalidConfig = errors.New("cgroups: invalid config")
+
 // Drivers.
 const (
 	// DriverCgroupfs writes the cgroup filesystem directly; cgroup
@@ -103,19 +106,19 @@ func New(cfg Config) (*Manager, error) {
 	case DriverCgroupfs:
 	case DriverSystemd:
 		if cfg.Systemd == nil && !systemdRunning() {
-			return nil, errors.New("cgroups: the systemd cgroup driver needs systemd as the host's init (there is no /run/systemd/system); configure the runtime and the agent with cgroupfs")
+			return nil, fmt.Errorf("%w: the systemd cgroup driver needs systemd as the host's init (there is no /run/systemd/system); configure the runtime and the agent with cgroupfs", ErrInvalidConfig)
 		}
 		if cfg.Root != "" && cfg.Root != "/" {
-			return nil, fmt.Errorf("cgroups: cgroup root %q: the systemd driver keeps kubepods.slice at the root", cfg.Root)
+			return nil, fmt.Errorf("%w: cgroup root %q: the systemd driver keeps kubepods.slice at the root", ErrInvalidConfig, cfg.Root)
 		}
 	default:
-		return nil, fmt.Errorf("cgroups: driver %q: want %s or %s", cfg.Driver, DriverCgroupfs, DriverSystemd)
+		return nil, fmt.Errorf("%w: driver %q: want %s or %s", ErrInvalidConfig, cfg.Driver, DriverCgroupfs, DriverSystemd)
 	}
 	if cfg.Root == "" {
 		cfg.Root = "/"
 	}
 	if !path.IsAbs(cfg.Root) || path.Clean(cfg.Root) != cfg.Root {
-		return nil, fmt.Errorf("cgroups: cgroup root %q must be a clean absolute path", cfg.Root)
+		return nil, fmt.Errorf("%w: cgroup root %q must be a clean absolute path", ErrInvalidConfig, cfg.Root)
 	}
 	if cfg.PodPIDsLimit < 0 {
 		cfg.PodPIDsLimit = 0

@@ -12,6 +12,9 @@ import (
 	"k8s.io/utils/clock"
 )
 
+// ErrInvalidConfig wraps every error NewCollector returns for a bad Config.
+var ErrInvalidConfig = errors.New("containergc: invalid config")
+
 // DefaultPeriod is the kubelet's ContainerGCPeriod.
 const DefaultPeriod = time.Minute
 
@@ -45,10 +48,10 @@ type Collector struct {
 // NewCollector validates cfg and returns a Collector; no I/O.
 func NewCollector(cfg CollectorConfig) (*Collector, error) {
 	if cfg.Runtime == nil || cfg.PodExists == nil {
-		return nil, errors.New("containergc: Runtime and PodExists are required")
+		return nil, fmt.Errorf("%w: Runtime and PodExists are required", ErrInvalidConfig)
 	}
 	if cfg.Period < 0 {
-		return nil, fmt.Errorf("containergc: Period %v is negative", cfg.Period)
+		return nil, fmt.Errorf("%w: Period %v is negative", ErrInvalidConfig, cfg.Period)
 	}
 	if cfg.Period == 0 {
 		cfg.Period = DefaultPeriod

@@ -24,6 +24,9 @@ import (
 	"github.com/nodekit/nodekit/clockctx"
 )
 
+// ErrInvalidConfig wraps every error New returns for a bad Config.
+var ErrInvalidConfig = errors.New("nodeclaim: invalid config")
+
 // AnnotationAgentID on the Node names the agent instance that runs it.
 // The Lease's holderIdentity must stay the node name (the control plane
 // reads it), so instances are told apart here.
@@ -109,7 +112,7 @@ type Claim struct {
 // New validates cfg and returns a Claim; no I/O.
 func New(cfg Config) (*Claim, error) {
 	if cfg.Nodes == nil || cfg.Leases == nil || cfg.NodeName == "" || cfg.ID == "" {
-		return nil, errors.New("nodeclaim: Nodes, Leases, NodeName and ID are required")
+		return nil, fmt.Errorf("%w: Nodes, Leases, NodeName and ID are required", ErrInvalidConfig)
 	}
 	if cfg.LeaseNamespace == "" {
 		cfg.LeaseNamespace = DefaultLeaseNamespace

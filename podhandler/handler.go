@@ -3,6 +3,7 @@ package podhandler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
 
@@ -23,6 +24,9 @@ import (
 	"github.com/nodekit/nodekit/podmanager"
 	"github.com/nodekit/nodekit/podworkers"
 )
+
+// ErrInvalidConfig wraps every error New returns for a bad Config.
+var ErrInvalidConfig = errors.New("podhandler: invalid config")
 
 // Admitter decides whether a pod may run beside the others; an
 // admission.Chain implements it.
@@ -168,15 +172,15 @@ type Handler struct {
 // New validates cfg and returns a Handler; no I/O.
 func New(cfg Config) (*Handler, error) {
 	if cfg.Workers == nil {
-		return nil, errors.New("podhandler: Workers is required")
+		return nil, fmt.Errorf("%w: Workers is required", ErrInvalidConfig)
 	}
 	if len(cfg.Orphans) > 0 && cfg.Runtime == nil {
 		// Without the runtime's view, the volumes of a pod whose
 		// containers still run would look orphaned.
-		return nil, errors.New("podhandler: Orphans need Runtime")
+		return nil, fmt.Errorf("%w: Orphans need Runtime", ErrInvalidConfig)
 	}
 	if (cfg.MirrorClient == nil) != (cfg.Node == nil) {
-		return nil, errors.New("podhandler: MirrorClient and Node go together (both or neither)")
+		return nil, fmt.Errorf("%w: MirrorClient and Node go together (both or neither)", ErrInvalidConfig)
 	}
 	if cfg.Pods == nil {
 		cfg.Pods = podmanager.New()

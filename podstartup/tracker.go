@@ -1,6 +1,7 @@
 package podstartup
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -11,6 +12,9 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
+
+// ErrInvalidConfig wraps every error New returns for a bad Config.
+var ErrInvalidConfig = errors.New("podstartup: invalid config")
 
 // The kubelet's histogram buckets for pod startup durations, in seconds.
 var startupBuckets = []float64{0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600}
@@ -74,7 +78,7 @@ func New(cfg Config) (*Tracker, error) {
 	if r := cfg.Registerer; r != nil {
 		for _, c := range []prometheus.Collector{t.sli, t.total, t.first} {
 			if err := r.Register(c); err != nil {
-				return nil, fmt.Errorf("podstartup: register metrics: %w", err)
+				return nil, fmt.Errorf("%w: register metrics: %w", ErrInvalidConfig, err)
 			}
 		}
 	}

@@ -23,6 +23,9 @@ import (
 	"github.com/nodekit/nodekit/kubetypes"
 )
 
+// ErrInvalidConfig wraps every error New returns for a bad Config.
+var ErrInvalidConfig = errors.New("podstatus: invalid config")
+
 // Defaults of Config's zero fields.
 const (
 	// DefaultWorkers is how many pods' statuses are written at once.
@@ -107,15 +110,15 @@ type entry struct {
 func New(cfg Config) (*Manager, error) {
 	var errs []error
 	if cfg.Workers < 0 {
-		errs = append(errs, fmt.Errorf("status: Workers must not be negative, got %d", cfg.Workers))
+		errs = append(errs, fmt.Errorf("Workers must not be negative, got %d", cfg.Workers))
 	}
 	for name, d := range map[string]time.Duration{"ResyncPeriod": cfg.ResyncPeriod, "RetryBase": cfg.RetryBase, "RetryMax": cfg.RetryMax} {
 		if d < 0 {
-			errs = append(errs, fmt.Errorf("status: %s must not be negative, got %v", name, d))
+			errs = append(errs, fmt.Errorf("%s must not be negative, got %v", name, d))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
@@ -132,7 +135,7 @@ func New(cfg Config) (*Manager, error) {
 		})
 		for _, c := range []prometheus.Collector{m.terminated, m.syncTime} {
 			if err := cfg.Registerer.Register(c); err != nil {
-				return nil, fmt.Errorf("status: metrics: %w", err)
+				return nil, fmt.Errorf("%w: metrics: %w", ErrInvalidConfig, err)
 			}
 		}
 	}
@@ -152,7 +155,7 @@ func New(cfg Config) (*Manager, error) {
 		cfg.RetryMax = DefaultRetryMax
 	}
 	if cfg.RetryMax < cfg.RetryBase {
-		return nil, fmt.Errorf("status: RetryMax %v is below RetryBase %v", cfg.RetryMax, cfg.RetryBase)
+		return nil, fmt.Errorf("%w: RetryMax %v is below RetryBase %v", ErrInvalidConfig, cfg.RetryMax, cfg.RetryBase)
 	}
 	m.cfg, m.entries = cfg, map[types.UID]*entry{}
 	return m, nil

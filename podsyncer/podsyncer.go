@@ -23,6 +23,10 @@ import (
 	"github.com/nodekit/nodekit/podworkers"
 )
 
+// ErrInvalidConfig wraps every error New and NewImagePuller return for a
+// bad Config.
+var ErrInvalidConfig = errors.New("podsyncer: invalid config")
+
 // Upstream defaults of the kubelet's paths.
 const (
 	// DefaultPodLogsDir is the kubelet's pod log root (--pod-logs-dir).
@@ -330,7 +334,7 @@ func New(cfg Config) (*Syncer, error) {
 		errs = append(errs, errors.New("Config.Volumes is required"))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("podsyncer: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
@@ -355,7 +359,7 @@ func New(cfg Config) (*Syncer, error) {
 	}
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
-		return nil, fmt.Errorf("podsyncer: metrics: %w", err)
+		return nil, fmt.Errorf("%w: metrics: %w", ErrInvalidConfig, err)
 	}
 	backoff := newCrashBackoff(cfg.Clock)
 	masked := sync.OnceValue(DefaultMaskedPaths) // read at the first container start, not here

@@ -2,7 +2,6 @@ package podsyncer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -59,7 +58,7 @@ type ImagePuller struct {
 // NewImagePuller validates cfg and returns an ImagePuller; no I/O.
 func NewImagePuller(cfg ImagePullerConfig) (*ImagePuller, error) {
 	if cfg.Images == nil {
-		return nil, errors.New("podsyncer: ImagePullerConfig.Images is required")
+		return nil, fmt.Errorf("%w: ImagePullerConfig.Images is required", ErrInvalidConfig)
 	}
 	if cfg.PodLogsDir == "" {
 		cfg.PodLogsDir = DefaultPodLogsDir
@@ -67,7 +66,7 @@ func NewImagePuller(cfg ImagePullerConfig) (*ImagePuller, error) {
 	p, err := images.New(images.Config{Images: cfg.Images, Clock: cfg.Clock, MaxParallelPulls: cfg.MaxParallelPulls, Pulls: cfg.Pulls,
 		Registerer: cfg.Registerer})
 	if err != nil {
-		return nil, fmt.Errorf("podsyncer: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return &ImagePuller{puller: p, secrets: cfg.Secrets, recorder: cfg.Recorder, logsDir: cfg.PodLogsDir}, nil
 }

@@ -204,6 +204,68 @@ func TestConfigsNameNoConcreteBlock(t *testing.T) {
 	}
 }
 
+// TestConstructorsWrapInvalidConfig: every library package with a
+// constructor that takes a Config and can fail declares ErrInvalidConfig,
+// the error its constructors wrap for a bad Config (errors.Is tells a
+// host's mistake from a failure of the world).
+func TestConstructorsWrapInvalidConfig(t *testing.T) {
+	pkgs := load(t, "../..")
+	var missing []string
+	for _, pk := range pkgs {
+		if isTestPackage(pk.path) || strings.Contains(pk.path, "/internal") {
+			continue
+		}
+		var ctor string
+		declares := false
+		for _, f := range pk.files {
+			for _, decl := range f.Decls {
+				switch d := decl.(type) {
+				case *ast.FuncDecl:
+					if d.Recv == nil && strings.HasPrefix(d.Name.Name, "New") && takesConfig(d.Type) && returnsError(d.Type) {
+						ctor = d.Name.Name
+					}
+				case *ast.GenDecl:
+					for _, sp := range d.Specs {
+						if vs, ok := sp.(*ast.ValueSpec); ok {
+							for _, n := range vs.Names {
+								declares = declares || n.Name == "ErrInvalidConfig"
+							}
+						}
+					}
+				}
+			}
+		}
+		if ctor != "" && !declares {
+			missing = append(missing, strings.TrimPrefix(pk.path, module+"/")+"."+ctor)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("constructors of packages without ErrInvalidConfig:\n  %s", strings.Join(missing, "\n  "))
+	}
+}
+
+func takesConfig(fn *ast.FuncType) bool {
+	for _, p := range fn.Params.List {
+		if id, ok := p.Type.(*ast.Ident); ok && strings.HasSuffix(id.Name, "Config") {
+			return true
+		}
+	}
+	return false
+}
+
+func returnsError(fn *ast.FuncType) bool {
+	if fn.Results == nil {
+		return false
+	}
+	for _, r := range fn.Results.List {
+		if id, ok := r.Type.(*ast.Ident); ok && id.Name == "error" {
+			return true
+		}
+	}
+	return false
+}
+
 func fieldName(f *ast.Field) string {
 	if len(f.Names) == 0 {
 		return "(embedded)"

@@ -55,6 +55,9 @@ import (
 	"github.com/nodekit/nodekit/kubeletapi"
 )
 
+// ErrInvalidConfig wraps every error New returns for a bad Config.
+var ErrInvalidConfig = errors.New("kubeletapi/cri: invalid config")
+
 // Labels the kubelet puts on CRI objects.
 const (
 	LabelPodUID        = "io.kubernetes.pod.uid"
@@ -91,10 +94,10 @@ var (
 // New returns a Runtime for cfg.
 func New(cfg Config) (*Runtime, error) {
 	if cfg.Runtime == nil {
-		return nil, errors.New("kubeletapi/cri: Config.Runtime is required")
+		return nil, fmt.Errorf("%w: Runtime is required", ErrInvalidConfig)
 	}
 	if cfg.RunTimeout < 0 {
-		return nil, fmt.Errorf("kubeletapi/cri: RunTimeout %v must not be negative", cfg.RunTimeout)
+		return nil, fmt.Errorf("%w: RunTimeout %v must not be negative", ErrInvalidConfig, cfg.RunTimeout)
 	}
 	c := cfg.Clock
 	if c == nil {

@@ -40,8 +40,10 @@ const (
 
 func TestNew(t *testing.T) {
 	_, err := cri.New(cri.Config{})
-	require.ErrorContains(t, err, "Config.Runtime is required")
+	require.ErrorIs(t, err, cri.ErrInvalidConfig)
+	require.ErrorContains(t, err, "Runtime is required")
 	_, err = cri.New(cri.Config{Runtime: fakeapi.NewFakeRuntimeService(), RunTimeout: -time.Second})
+	require.ErrorIs(t, err, cri.ErrInvalidConfig)
 	require.ErrorContains(t, err, "RunTimeout -1s must not be negative")
 	r, err := cri.New(cri.Config{Runtime: fakeapi.NewFakeRuntimeService()})
 	require.NoError(t, err)

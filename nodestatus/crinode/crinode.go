@@ -30,6 +30,9 @@ import (
 	"github.com/nodekit/nodekit/nodestatus"
 )
 
+// ErrInvalidConfig wraps every error New returns for a bad Config.
+var ErrInvalidConfig = errors.New("crinode: invalid config")
+
 // Config configures a Source.
 type Config struct {
 	// Runtime is the CRI runtime service. Required.
@@ -54,7 +57,7 @@ type Source struct {
 // New validates cfg and returns a Source; no I/O.
 func New(cfg Config) (*Source, error) {
 	if cfg.Runtime == nil {
-		return nil, errors.New("crinode: Config.Runtime is required")
+		return nil, fmt.Errorf("%w: Runtime is required", ErrInvalidConfig)
 	}
 	return &Source{cfg: cfg}, nil
 }

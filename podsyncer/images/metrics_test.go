@@ -89,5 +89,6 @@ func TestPullDurationMetric(t *testing.T) {
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(b.String()), "kubelet_image_pull_duration_seconds"))
 
 	_, err = New(Config{Images: f, Registerer: reg})
-	assert.ErrorContains(t, err, "images: metrics", "a second registration is an error")
+	assert.ErrorIs(t, err, ErrInvalidConfig, "a second registration is an error")
+	assert.ErrorContains(t, err, "metrics")
 }

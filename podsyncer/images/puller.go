@@ -18,6 +18,9 @@ import (
 	"k8s.io/utils/clock"
 )
 
+// ErrInvalidConfig wraps every error New returns for a bad Config.
+var ErrInvalidConfig = errors.New("images: invalid config")
+
 // The kubelet's waiting reasons for image problems.
 const (
 	ReasonErrImagePull      = "ErrImagePull"
@@ -92,14 +95,14 @@ type Puller struct {
 // New validates cfg and returns a Puller.
 func New(cfg Config) (*Puller, error) {
 	if cfg.Images == nil {
-		return nil, errors.New("images: Config.Images is required")
+		return nil, fmt.Errorf("%w: Images is required", ErrInvalidConfig)
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
 	h, err := newPullDuration(cfg.Registerer)
 	if err != nil {
-		return nil, fmt.Errorf("images: metrics: %w", err)
+		return nil, fmt.Errorf("%w: metrics: %w", ErrInvalidConfig, err)
 	}
 	p := &Puller{cfg: cfg, backoff: flowcontrol.NewFakeBackOff(backoffInitial, backoffMax, cfg.Clock), lastErr: map[string]string{},
 		pullDuration: h}
