@@ -110,7 +110,7 @@ type entry struct {
 func New(cfg Config) (*Manager, error) {
 	var errs []error
 	if cfg.Workers < 0 {
-		errs = append(errs, fmt.Errorf("Workers must not be negative, got %d", cfg.Workers))
+		errs = append(errs, fmt.Errorf("workers must not be negative, got %d", cfg.Workers))
 	}
 	for name, d := range map[string]time.Duration{"ResyncPeriod": cfg.ResyncPeriod, "RetryBase": cfg.RetryBase, "RetryMax": cfg.RetryMax} {
 		if d < 0 {

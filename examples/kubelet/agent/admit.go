@@ -50,8 +50,7 @@ func (a *Agent) buildAdmission(ctx context.Context) error {
 		return err
 	}
 	evict := admission.HandlerFunc(func(_ context.Context, attrs admission.Attributes) admission.Result {
-		r := a.evict.Admit(attrs.Pod)
-		return admission.Result{Admit: r.Admit, Reason: r.Reason, Message: r.Message}
+		return a.evict.Admit(attrs.Pod)
 	})
 	declared, err := declaredFeatures()
 	if err != nil {
