@@ -40,6 +40,24 @@ var statusTimeKeys = map[string]bool{"startTime": true, "lastTransitionTime": tr
 // "back-off 2m40s").
 var durationRE = regexp.MustCompile(`\b\d+(m\d+)?(ms|s|m)\b`)
 
+// foldPullCycle gives a container status in an image pull's failure cycle
+// one shape. A failing pull alternates, as the kubelet's does, between
+// ErrImagePull (the runtime's error, at each attempt) and ImagePullBackOff
+// (`Back-off pulling image "<image>": ErrImagePull: <the error>`, in
+// between); a single capture shows either, so an ErrImagePull is compared
+// as the back-off that follows it.
+func foldPullCycle(cs map[string]any) {
+	state, _ := cs["state"].(map[string]any)
+	w, _ := state["waiting"].(map[string]any)
+	image, _ := cs["image"].(string)
+	if w == nil || w["reason"] != "ErrImagePull" {
+		return
+	}
+	msg, _ := w["message"].(string)
+	w["reason"] = "ImagePullBackOff"
+	w["message"] = fmt.Sprintf("Back-off pulling image %q: ErrImagePull: %s", image, msg)
+}
+
 // runtimeErrorRE matches the runtime's own text in a gRPC error.
 var runtimeErrorRE = regexp.MustCompile(`desc = .*$`)
 
@@ -64,6 +82,7 @@ func normalizeStatus(t testing.TB, pod *v1.Pod) map[string]any {
 				x[k] = walk(k, e)
 			}
 			if name, ok := x["name"].(string); ok && x["image"] != nil {
+				foldPullCycle(x)
 				if x["image"] == images[name] {
 					x["image"] = "<spec image>"
 				}
