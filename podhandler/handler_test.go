@@ -22,9 +22,11 @@ import (
 	"github.com/nodekit/nodekit/admission"
 	"github.com/nodekit/nodekit/kubetypes"
 	"github.com/nodekit/nodekit/podmanager"
+	"github.com/nodekit/nodekit/podstatus/podstatustest"
 	"github.com/nodekit/nodekit/podworkers"
 	"github.com/nodekit/nodekit/podworkers/podworkerstest"
 	"github.com/nodekit/nodekit/syncloop"
+	"github.com/nodekit/nodekit/volumes/volumestest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -33,6 +35,8 @@ var (
 	_ syncloop.Handler = (*Handler)(nil)
 	_ Workers          = (*podworkers.Workers)(nil)
 	_ PodStore         = (*podmanager.Manager)(nil)
+	_ Statuses         = (*podstatustest.Manager)(nil)
+	_ OrphanCleaner    = (*volumestest.Volumes)(nil)
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

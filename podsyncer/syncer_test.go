@@ -38,14 +38,20 @@ import (
 	"github.com/nodekit/nodekit/kubetypes"
 	"github.com/nodekit/nodekit/pleg"
 	"github.com/nodekit/nodekit/podstatus"
+	"github.com/nodekit/nodekit/podstatus/podstatustest"
 	"github.com/nodekit/nodekit/podsyncer"
 	"github.com/nodekit/nodekit/podsyncer/podnet"
 	"github.com/nodekit/nodekit/podworkers"
+	"github.com/nodekit/nodekit/volumes"
+	"github.com/nodekit/nodekit/volumes/volumestest"
 )
 
 // The blocks the host wires in implement the syncer's interfaces.
 var (
 	_ podsyncer.StatusManager = (*podstatus.Manager)(nil)
+	_ podsyncer.StatusManager = (*podstatustest.Manager)(nil)
+	_ podsyncer.Volumes       = (*volumes.Manager)(nil)
+	_ podsyncer.Volumes       = (*volumestest.Volumes)(nil)
 	_ podsyncer.Cgroups       = (*cgroups.Manager)(nil)
 	_ podsyncer.Allocation    = (*allocation.Manager)(nil)
 	_ podsyncer.States        = (*pleg.Generator)(nil)
