@@ -10,10 +10,12 @@
 #                             (kubelet.json, which TestPodStatusesMatchKubelet compares the agent
 #                             on the CRI simulator with, in `make test`)
 #
-# Each agent's `kubectl get pods -o json` goes to $STATE/report/statuses-<time>/<agent>.json.
+# Each agent's `kubectl get pods -o json` goes to $STATE/report/statuses-<time>/<agent>.json, its
+# Node's to <agent>-node.json.
 # The verdict is the test module's own comparison (the same normalization as in make test: times,
 # IDs, IPs and the runtime's pull messages masked) of the last agent's capture with the first's:
-# exit status 0 only when every pod's status is the kubelet's field for field.
+# exit status 0 only when every pod's status and the Node are the kubelet's field for field (the
+# Node's differences the agent documents are listed by the test, not hidden).
 # As root, with the cluster's binaries built (build.sh, images.sh).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -51,6 +53,7 @@ for p in json.load(sys.stdin)["items"]:
   ( wait_for "pods started ($agent)" 180 started ) || true
   sleep "$SETTLE"
   kctl -n "$NS" get pods -o json > "$OUT/$agent.json"
+  kctl get node "$NODE_NAME" -o json > "$OUT/$agent-node.json"
   kctl -n "$NS" get pods -o wide > "$OUT/$agent.txt" 2>&1 || true
   log "$agent: captured $(grep -c '"kind": "Pod"' "$OUT/$agent.json") pods into $OUT/$agent.json"
 }
@@ -68,4 +71,7 @@ fi
 log "comparing $last with $first (TestPodStatusesMatchKubelet on the captures)"
 cd "$HERE/../test"
 STATUSES_WANT="$OUT/$first.json" STATUSES_GOT="$OUT/$last.json" \
-  go test -count=1 -run 'TestPodStatusesMatchKubelet$' ./integration/ 2>&1 | tee "$OUT/verdict.txt"
+  STATUSES_WANT_NODE="$OUT/$first-node.json" STATUSES_GOT_NODE="$OUT/$last-node.json" \
+  go test -count=1 -v -run 'TestPodStatusesMatchKubelet$|TestNodeMatchesKubelet$' ./integration/ 2>&1 |
+  grep -v '^[IWE][0-9]\{4\} ' | tee "$OUT/verdict.txt"
+exit "${PIPESTATUS[0]}"

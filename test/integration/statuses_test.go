@@ -249,6 +249,9 @@ func flatten(path string, v any, out map[string]string) {
 		}
 		for i, e := range x {
 			key := fmt.Sprint(i)
+			if s, ok := e.(string); ok {
+				key = s // a list of names is a set
+			}
 			if m, ok := e.(map[string]any); ok {
 				for _, k := range []string{"name", "type"} {
 					if s, ok := m[k].(string); ok {
@@ -341,4 +344,117 @@ func withoutKey(m map[string]string, key string) map[string]string {
 		}
 	}
 	return out
+}
+
+// nodeDifferences are the Node fields in which the reference agent differs
+// from the kubelet on purpose, each with the reason (docs and the blocks'
+// docs say the same). A path listed here is reported, not failed.
+var nodeDifferences = map[string]string{
+	".status.declaredFeatures[ExtendWebSocketsToKubelet]": "ExtendWebSocketsToKubelet is not declared: kubeletapi does not translate WebSocket streams itself, so the API server must keep doing it",
+}
+
+// normalizeNode is the Node as a JSON tree with what differs between two
+// registrations of one machine masked: times, identities, versions of the
+// object; what the node reports (addresses, capacity, conditions with
+// their reasons and messages, node info, images, handlers, features,
+// labels and annotations) is kept.
+func normalizeNode(t testing.TB, node *v1.Node) map[string]any {
+	t.Helper()
+	n := node.DeepCopy()
+	n.ObjectMeta = metav1.ObjectMeta{Name: n.Name, Labels: n.Labels, Annotations: n.Annotations}
+	n.Spec.PodCIDR, n.Spec.PodCIDRs = "", nil // the controller manager's
+	raw, err := json.Marshal(n)
+	require.NoError(t, err)
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(raw, &out))
+	var walk func(key string, v any) any
+	walk = func(key string, v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				x[k] = walk(k, e)
+			}
+		case []any:
+			for i, e := range x {
+				x[i] = walk(key, e)
+			}
+		case string:
+			if key == "lastHeartbeatTime" || key == "lastTransitionTime" {
+				return "<time>"
+			}
+		}
+		return v
+	}
+	walk("", out)
+	return out
+}
+
+// nodeDiffs compares two normalized Nodes field by field: the differences
+// nodeDifferences documents, and the rest.
+func nodeDiffs(want, got map[string]any) (documented, undocumented []string) {
+	wf, gf := map[string]string{}, map[string]string{}
+	flatten("", want, wf)
+	flatten("", got, gf)
+	add := func(path, line string) {
+		if reason, ok := nodeDifferences[path]; ok {
+			documented = append(documented, line+" ("+reason+")")
+			return
+		}
+		undocumented = append(undocumented, line)
+	}
+	for path, wv := range wf {
+		if gv, ok := gf[path]; !ok {
+			add(path, fmt.Sprintf("%s: kubelet=%s agent=(absent)", path, wv))
+		} else if gv != wv {
+			add(path, fmt.Sprintf("%s: kubelet=%s agent=%s", path, wv, gv))
+		}
+	}
+	for path, gv := range gf {
+		if _, ok := wf[path]; !ok {
+			add(path, fmt.Sprintf("%s: kubelet=(absent) agent=%s", path, gv))
+		}
+	}
+	sort.Strings(documented)
+	sort.Strings(undocumented)
+	return documented, undocumented
+}
+
+func readNode(t testing.TB, path string) *v1.Node {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var n v1.Node
+	require.NoError(t, json.Unmarshal(data, &n))
+	return &n
+}
+
+// TestNodeMatchesKubelet compares the Node the reference agent registered
+// and reports with the kubelet's on the same machine, as conformance/
+// statuses.sh captures them (STATUSES_WANT_NODE, STATUSES_GOT_NODE); a
+// simulated node has nothing of a real machine to compare, so without the
+// captures the test checks the comparison itself.
+func TestNodeMatchesKubelet(t *testing.T) {
+	wantFile, gotFile := os.Getenv("STATUSES_WANT_NODE"), os.Getenv("STATUSES_GOT_NODE")
+	if wantFile == "" || gotFile == "" {
+		base := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "u1", ResourceVersion: "1"},
+			Status: v1.NodeStatus{Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady",
+				Message: "kubelet is posting ready status", LastHeartbeatTime: metav1.Now()}},
+				DeclaredFeatures: []string{"ExtendWebSocketsToKubelet", "A", "B", "C"}}}
+		other := base.DeepCopy()
+		other.UID, other.ResourceVersion = "u2", "9"
+		other.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(time.Now().Add(time.Hour))
+		other.Status.DeclaredFeatures = other.Status.DeclaredFeatures[1:]
+		doc, undoc := nodeDiffs(normalizeNode(t, base), normalizeNode(t, other))
+		require.Empty(t, undoc, "times and identities are masked")
+		require.Len(t, doc, 1, "a documented difference is reported")
+		other.Status.Conditions[0].Message = "agent is ready"
+		_, undoc = nodeDiffs(normalizeNode(t, base), normalizeNode(t, other))
+		require.Equal(t, []string{`.status.conditions[Ready].message: kubelet="kubelet is posting ready status" agent="agent is ready"`}, undoc)
+		return
+	}
+	doc, undoc := nodeDiffs(normalizeNode(t, readNode(t, wantFile)), normalizeNode(t, readNode(t, gotFile)))
+	for _, d := range doc {
+		t.Log("documented:", d)
+	}
+	assert.Empty(t, undoc, "%d Node fields differ from the kubelet's:\n%s", len(undoc), strings.Join(undoc, "\n"))
 }
