@@ -14,8 +14,8 @@ import (
 
 // Waker is a block with a Run loop that tells when it next wakes on the
 // clock and whether it is waiting for it (see the package doc for what
-// each answer means). Every nodekit block with a Run loop on the injected
-// clock implements it.
+// each answer means). The nodekit blocks with a Run loop on the injected
+// clock implement it (the package doc lists them).
 type Waker interface {
 	NextWake() (next time.Time, ok bool)
 }

@@ -7,8 +7,9 @@
 // Every block with a Run loop tells, on its injected clock, when it next
 // wakes, by one method, NextWake: it is a [Waker] (lease.Controller,
 // nodestatus.Controller, pleg.Generator, prober.Manager, eviction.Manager,
-// syncloop.Loop and its file and URL sources). The contract, which this
-// package relies on:
+// syncloop.Loop and its file and URL sources, containergc.Collector,
+// pluginwatch.Watcher; podstatus.Manager and nodecerts do not tell yet).
+// The contract, which this package relies on:
 //
 //   - ok false: the block is busy (a pass, a request, a wake-up it was
 //     handed) or has not armed its timer yet. Ask again.

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/nodekit/nodekit/internal/parking"
 )
 
 // ErrInvalidConfig wraps every error NewCollector returns for a bad Config.
@@ -41,8 +43,9 @@ type CollectorConfig struct {
 // Collector runs Collect periodically and on demand (eviction's reclaim
 // of disk), one pass at a time.
 type Collector struct {
-	cfg CollectorConfig
-	mu  sync.Mutex // one pass at a time
+	cfg    CollectorConfig
+	mu     sync.Mutex // one pass at a time
+	parked parking.State
 }
 
 // NewCollector validates cfg and returns a Collector; no I/O.
@@ -78,16 +81,26 @@ func (c *Collector) Collect(ctx context.Context) error {
 // Run collects at once and then every Period until ctx is done; a failed
 // pass is logged and the next one runs on time. It returns nil.
 func (c *Collector) Run(ctx context.Context) error {
+	start := c.cfg.Clock.Now()
 	t := c.cfg.Clock.NewTicker(c.cfg.Period)
 	defer t.Stop()
 	for {
 		if err := c.Collect(ctx); err != nil && ctx.Err() == nil {
 			klog.FromContext(ctx).Error(err, "Container garbage collection failed")
 		}
+		c.parked.Park(parking.TickAfter(start, c.cfg.Clock.Now(), c.cfg.Period), true, false)
 		select {
 		case <-ctx.Done():
+			c.parked.Park(time.Time{}, false, false)
 			return nil
 		case <-t.C():
+			c.parked.Park(time.Time{}, false, false)
 		}
 	}
 }
+
+// NextWake tells when Run's next pass is due, on the injected clock, while
+// Run waits for it; ok is false during a pass and when Run is not running
+// (clockdrive.Waker). A next not after the clock's now means the tick has
+// fired and Run is about to wake.
+func (c *Collector) NextWake() (next time.Time, ok bool) { return c.parked.Next() }

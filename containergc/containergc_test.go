@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nodekit/nodekit/clockdrive"
 )
 
 func ctr(id, sandbox, pod, name string, created int64, state runtimeapi.ContainerState) *runtimeapi.Container {
@@ -177,3 +179,35 @@ func (c *countingRuntime) ListContainers(ctx context.Context, f *runtimeapi.Cont
 }
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestCollectorNextWake: Run tells clockdrive when its next pass is due,
+// and a driven fake clock runs one pass per period.
+func TestCollectorNextWake(t *testing.T) {
+	rt := &countingRuntime{}
+	t0 := time.Unix(0, 0)
+	clk := clocktesting.NewFakeClock(t0)
+	c, err := NewCollector(CollectorConfig{Runtime: rt, PodExists: func(types.UID) bool { return true }, Clock: clk})
+	require.NoError(t, err)
+	_, ok := c.NextWake()
+	require.False(t, ok, "not running")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	d, err := clockdrive.New(clk, map[string]clockdrive.Waker{"containergc": c})
+	require.NoError(t, err)
+	safety, stop := context.WithTimeout(ctx, 10*time.Second)
+	defer stop()
+	next, err := d.Parked(safety)
+	require.NoError(t, err)
+	require.Equal(t, t0.Add(DefaultPeriod), next)
+	steps, err := d.StepUntil(safety, t0.Add(3*DefaultPeriod))
+	require.NoError(t, err)
+	require.Equal(t, []time.Duration{DefaultPeriod, DefaultPeriod, DefaultPeriod}, steps)
+	_, err = d.Parked(safety)
+	require.NoError(t, err)
+	require.Equal(t, int64(4), rt.lists.Load(), "one pass at start, one per period")
+	cancel()
+	require.NoError(t, <-done)
+	_, ok = c.NextWake()
+	require.False(t, ok, "stopped")
+}

@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/nodekit/nodekit/internal/parking"
 )
 
 // ErrInvalidConfig wraps every error New returns for a bad Config.
@@ -88,6 +90,7 @@ type Watcher struct {
 	mu         sync.Mutex
 	registered map[string]entry // by socket path
 	busy       map[string]bool  // socket paths with an operation in flight
+	parked     parking.State
 }
 
 type entry struct {
@@ -142,19 +145,31 @@ func New(cfg Config) (*Watcher, error) {
 func (w *Watcher) Run(ctx context.Context) error {
 	var ops sync.WaitGroup
 	defer ops.Wait()
+	start := w.cfg.Clock.Now()
 	t := w.cfg.Clock.NewTicker(w.cfg.Period)
 	defer t.Stop()
 	for {
 		if _, err := w.start(ctx, &ops); err != nil {
 			klog.FromContext(ctx).V(2).Info("Plugin registration pass failed", "dir", w.cfg.Dir, "err", err)
 		}
+		w.parked.Park(parking.TickAfter(start, w.cfg.Clock.Now(), w.cfg.Period), true, false)
 		select {
 		case <-ctx.Done():
+			w.parked.Park(time.Time{}, false, false)
 			return nil
 		case <-t.C():
+			w.parked.Park(time.Time{}, false, false)
 		}
 	}
 }
+
+// NextWake tells when Run next looks at the directory, on the injected
+// clock, while Run waits for it (clockdrive.Waker); ok is false during a
+// pass and when Run is not running. Registration operations started by a
+// pass run on their own and do not hold Run: a test waits for them
+// through Plugins or its handler. A next not after the clock's now means
+// the tick has fired and Run is about to wake.
+func (w *Watcher) NextWake() (next time.Time, ok bool) { return w.parked.Next() }
 
 // Plugins lists the registered plugins, by socket path.
 func (w *Watcher) Plugins() []Plugin {

@@ -125,8 +125,12 @@ func TestRunStopsWithContext(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
+	_, ok := w.NextWake()
+	require.False(t, ok, "not running")
 	go func() { done <- w.Run(ctx) }()
-	require.Eventually(t, clk.HasWaiters, time.Second, time.Millisecond)
+	var next time.Time
+	require.Eventually(t, func() bool { next, ok = w.NextWake(); return ok }, 5*time.Second, time.Millisecond)
+	require.Equal(t, clk.Now().Add(time.Second), next, "parked until the next look at the directory")
 	serve(t, filepath.Join(dir, "a.sock"), registerapi.CSIPlugin, "csi.example.com")
 	clk.Step(time.Second)
 	require.Eventually(t, func() bool { return len(w.Plugins()) == 1 }, 5*time.Second, time.Millisecond)

@@ -28,11 +28,13 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/nodekit/nodekit/clockdrive"
+	"github.com/nodekit/nodekit/containergc"
 	"github.com/nodekit/nodekit/eviction"
 	"github.com/nodekit/nodekit/kubeclient/clientset"
 	"github.com/nodekit/nodekit/lease"
 	"github.com/nodekit/nodekit/nodestatus"
 	"github.com/nodekit/nodekit/pleg"
+	"github.com/nodekit/nodekit/pluginwatch"
 	"github.com/nodekit/nodekit/podworkers"
 	"github.com/nodekit/nodekit/prober"
 	"github.com/nodekit/nodekit/syncloop"
@@ -48,6 +50,8 @@ var (
 	_ clockdrive.Waker = (*syncloop.Loop)(nil)
 	_ clockdrive.Waker = (*syncloop.FileSource)(nil)
 	_ clockdrive.Waker = (*syncloop.HTTPSource)(nil)
+	_ clockdrive.Waker = (*containergc.Collector)(nil)
+	_ clockdrive.Waker = (*pluginwatch.Watcher)(nil)
 )
 
 // countingSyncer counts pod syncs and tells whether one is in progress.
