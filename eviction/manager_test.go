@@ -10,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 type env struct {
@@ -83,7 +85,7 @@ func memHog(e *env, pods ...*v1.Pod) []statsapi.PodStats {
 }
 
 func TestSynchronizeHardEvictsOnePodPerPass(t *testing.T) {
-	small, big, critical := newPod("small"), newPod("big", withGrace(30)), newPod("static", withAnnotation(ConfigSourceAnnotation, "file"))
+	small, big, critical := newPod("small"), newPod("big", withGrace(30)), newPod("static", withAnnotation(kubetypes.ConfigSourceAnnotationKey, "file"))
 	e := newEnv(t, Config{}, small, big, critical)
 	ctx := context.Background()
 

@@ -11,9 +11,6 @@ import (
 // Annotations and priorities the kubelet uses to recognise pods it must not
 // evict.
 const (
-	// ConfigSourceAnnotation records where the kubelet got a pod from;
-	// anything but "api" marks a static pod.
-	ConfigSourceAnnotation = kubetypes.ConfigSourceAnnotationKey
 	// SystemCriticalPriority is the lowest priority of a critical pod
 	// (2 * 10^9, scheduling.SystemCriticalPriority).
 	SystemCriticalPriority int32 = 2_000_000_000

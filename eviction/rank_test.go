@@ -7,6 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 func names(pods []*v1.Pod) []string {
@@ -114,8 +116,8 @@ func TestRankPIDs(t *testing.T) {
 
 func TestIsCriticalPod(t *testing.T) {
 	require.False(t, IsCriticalPod(newPod("a")))
-	require.False(t, IsCriticalPod(newPod("a", withAnnotation(ConfigSourceAnnotation, "api"))))
-	require.True(t, IsCriticalPod(newPod("a", withAnnotation(ConfigSourceAnnotation, "file"))))
+	require.False(t, IsCriticalPod(newPod("a", withAnnotation(kubetypes.ConfigSourceAnnotationKey, "api"))))
+	require.True(t, IsCriticalPod(newPod("a", withAnnotation(kubetypes.ConfigSourceAnnotationKey, "file"))))
 	require.True(t, IsCriticalPod(newPod("a", withAnnotation(v1.MirrorPodAnnotationKey, "x"))))
 	require.True(t, IsCriticalPod(newPod("a", withPriority(SystemCriticalPriority))))
 	require.False(t, IsCriticalPod(newPod("a", withPriority(SystemCriticalPriority-1))))

@@ -26,7 +26,7 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/nodekit/nodekit/kubeclient/clientset"
-	"github.com/nodekit/nodekit/syncloop"
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -192,8 +192,8 @@ func TestFinishWritesTheFinalStatusThenDeletes(t *testing.T) {
 func TestStaticPodStatusGoesToItsMirror(t *testing.T) {
 	ctx := context.Background()
 	static := apiPod("static-uid")
-	static.Annotations = map[string]string{syncloop.ConfigSourceAnnotationKey: syncloop.FileSourceName,
-		syncloop.ConfigHashAnnotationKey: "static-uid"}
+	static.Annotations = map[string]string{kubetypes.ConfigSourceAnnotationKey: kubetypes.FileSource,
+		kubetypes.ConfigHashAnnotationKey: "static-uid"}
 	c := fake.NewClientset()
 	m := newManager(t, Config{Client: clientset.Wrap(c)})
 	m.SetPodStatus(static, runningStatus(true, "containerd://a"))
@@ -204,7 +204,7 @@ func TestStaticPodStatusGoesToItsMirror(t *testing.T) {
 	assert.Equal(t, 1, m.Pending(), "kept while known")
 	require.NoError(t, m.Sync(ctx, "static-uid"))
 	mirror := apiPod("mirror-uid")
-	mirror.Annotations = map[string]string{syncloop.ConfigMirrorAnnotationKey: "static-uid"}
+	mirror.Annotations = map[string]string{kubetypes.ConfigMirrorAnnotationKey: "static-uid"}
 	require.NoError(t, c.Tracker().Add(mirror))
 	require.NoError(t, m.Sync(ctx, "static-uid"))
 	assert.Equal(t, v1.PodRunning, getPod(t, c).Status.Phase)

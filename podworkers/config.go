@@ -27,9 +27,6 @@ const (
 	DefaultBackOffPeriod = 10 * time.Second
 	// DefaultBackOffJitter stretches each backoff by up to this fraction.
 	DefaultBackOffJitter = 0.5
-	// StaticPodSourceAnnotation is the annotation whose value names the
-	// config source of a pod; any source other than "api" is static.
-	StaticPodSourceAnnotation = kubetypes.ConfigSourceAnnotationKey
 )
 
 // StatusBarrier blocks until the host's runtime status for uid is newer than

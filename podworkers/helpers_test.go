@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 // recordingSyncer records every Syncer call as a short string and lets a
@@ -101,7 +103,7 @@ func newPod(uid, name, rv string) *v1.Pod {
 
 func staticPod(uid, name string) *v1.Pod {
 	p := newPod(uid, name, "1")
-	p.Annotations = map[string]string{StaticPodSourceAnnotation: "file"}
+	p.Annotations = map[string]string{kubetypes.ConfigSourceAnnotationKey: "file"}
 	return p
 }
 

@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 // APIServerSourceConfig configures an APIServerSource.
@@ -53,8 +55,8 @@ func NewAPIServerSource(cfg APIServerSourceConfig) (*APIServerSource, error) {
 	return &APIServerSource{cfg: cfg}, nil
 }
 
-// Name returns APIServerSourceName ("api").
-func (s *APIServerSource) Name() string { return APIServerSourceName }
+// Name returns kubetypes.APIServerSource ("api").
+func (s *APIServerSource) Name() string { return kubetypes.APIServerSource }
 
 // Run lists and watches until ctx is done; the first snapshot is sent once
 // the initial list is in. It returns nil when ctx is done.

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodekit/nodekit/containerid"
+	"github.com/nodekit/nodekit/kubetypes"
 	"github.com/nodekit/nodekit/pleg"
 	"github.com/nodekit/nodekit/prober"
 )
@@ -149,7 +150,7 @@ func BenchmarkDispatch1000Pods(b *testing.B) {
 func staticPods(b *testing.B, n int) []*v1.Pod {
 	pods := make([]*v1.Pod, n)
 	for i := range pods {
-		p, err := parseStaticPod("bench", []byte(manifest(fmt.Sprintf("pod%04d", i), "img:1")), "node-a", FileSourceName)
+		p, err := parseStaticPod("bench", []byte(manifest(fmt.Sprintf("pod%04d", i), "img:1")), "node-a", kubetypes.FileSource)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -165,12 +166,12 @@ func BenchmarkFileSnapshotDiff1000(b *testing.B) {
 		b.Run(fmt.Sprintf("changed=%v", changed), func(b *testing.B) {
 			ctx := context.Background()
 			pods := staticPods(b, 1000)
-			alt, err := parseStaticPod("bench", []byte(manifest("pod0000", "img:2")), "node-a", FileSourceName)
+			alt, err := parseStaticPod("bench", []byte(manifest("pod0000", "img:2")), "node-a", kubetypes.FileSource)
 			if err != nil {
 				b.Fatal(err)
 			}
 			m := newMerger(time.Now, nil, func([]PodUpdate) {})
-			m.set(ctx, FileSourceName, copyPods(pods))
+			m.set(ctx, kubetypes.FileSource, copyPods(pods))
 			snaps := [2][]*v1.Pod{copyPods(pods), copyPods(pods)}
 			if changed {
 				snaps[1][0] = alt
@@ -178,7 +179,7 @@ func BenchmarkFileSnapshotDiff1000(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {
-				m.set(ctx, FileSourceName, snaps[i%2])
+				m.set(ctx, kubetypes.FileSource, snaps[i%2])
 			}
 		})
 	}
@@ -203,14 +204,14 @@ func BenchmarkFileSourceRescan1000(b *testing.B) {
 		b.Fatal(err)
 	}
 	m := newMerger(time.Now, nil, func([]PodUpdate) {})
-	m.set(ctx, FileSourceName, s.Pods())
+	m.set(ctx, kubetypes.FileSource, s.Pods())
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
 		if _, err := s.Scan(ctx, true); err != nil {
 			b.Fatal(err)
 		}
-		m.set(ctx, FileSourceName, s.Pods())
+		m.set(ctx, kubetypes.FileSource, s.Pods())
 	}
 }
 
@@ -222,7 +223,7 @@ func BenchmarkAPIServerEvent100(b *testing.B) {
 	m := newMerger(time.Now, nil, func([]PodUpdate) {})
 	src := &APIServerSource{cfg: APIServerSourceConfig{NodeName: "node-a"}}
 	store := cache.NewUndeltaStore(src.pusher(ctx, func(ctx context.Context, pods []*v1.Pod) {
-		m.set(ctx, APIServerSourceName, pods)
+		m.set(ctx, kubetypes.APIServerSource, pods)
 	}), cache.MetaNamespaceKeyFunc)
 	pods := make([]*v1.Pod, 100)
 	for i := range pods {

@@ -3,8 +3,8 @@
 // updates, pod lifecycle events, probe results, periodic syncs and
 // housekeeping to a host-implemented Handler.
 //
-// It is the one nodekit package allowed to import another: it uses the event
-// and result types of pleg and prober, whose output it routes.
+// Of the other blocks it imports only pleg and prober, for the event and
+// result types it routes (edges hack/check-layering.sh names).
 //
 // # Model
 //

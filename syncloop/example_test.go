@@ -13,6 +13,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodekit/nodekit/containerid"
+	"github.com/nodekit/nodekit/kubetypes"
 	"github.com/nodekit/nodekit/pleg"
 	"github.com/nodekit/nodekit/prober"
 	"github.com/nodekit/nodekit/syncloop"
@@ -30,7 +31,7 @@ func (host) HandlePodCleanups(context.Context) error              { fmt.Println(
 
 func show(what string, pods []*v1.Pod) {
 	for _, p := range pods {
-		fmt.Println(what, p.Name, p.Annotations[syncloop.ConfigSourceAnnotationKey])
+		fmt.Println(what, p.Name, p.Annotations[kubetypes.ConfigSourceAnnotationKey])
 	}
 }
 
@@ -42,7 +43,7 @@ func Example() {
 	clk := clocktesting.NewFakeClock(metav1.Now().Time)
 	loop, err := syncloop.New(syncloop.Config{
 		Handler:         host{},
-		ExternalSources: []string{syncloop.APIServerSourceName},
+		ExternalSources: []string{kubetypes.APIServerSource},
 		Clock:           clk,
 		OnProbeResult: func(_ context.Context, t prober.ProbeType, u prober.Update) {
 			fmt.Println("status:", t, u.ContainerID, u.Result)
@@ -52,7 +53,7 @@ func Example() {
 		panic(err)
 	}
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1"}}
-	loop.Set(ctx, syncloop.APIServerSourceName, []*v1.Pod{pod})
+	loop.Set(ctx, kubetypes.APIServerSource, []*v1.Pod{pod})
 	loop.Iterate(ctx)
 
 	loop.HandlePLEGEvent(pleg.PodLifecycleEvent{ID: "uid-1", Type: pleg.ContainerStarted, ContainerID: containerid.ID{ID: "abc"}})

@@ -19,6 +19,7 @@ import (
 	utilio "k8s.io/utils/io"
 
 	"github.com/nodekit/nodekit/internal/parking"
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 // Defaults of the static pod sources.
@@ -94,8 +95,8 @@ func NewFileSource(cfg FileSourceConfig) (*FileSource, error) {
 	return &FileSource{cfg: cfg, files: map[string]*manifestFile{}}, nil
 }
 
-// Name returns FileSourceName ("file").
-func (s *FileSource) Name() string { return FileSourceName }
+// Name returns kubetypes.FileSource ("file").
+func (s *FileSource) Name() string { return kubetypes.FileSource }
 
 // Run scans at once, then every CheckPeriod (a full re-read every
 // ResyncPeriod), and sends a snapshot after the first scan and after each
@@ -233,7 +234,7 @@ func (s *FileSource) scanFile(ctx context.Context, path string, full bool) bool 
 		return false
 	}
 	f.sum, f.parsed = sum, true
-	pod, err := parseStaticPod(path, data, s.cfg.NodeName, FileSourceName)
+	pod, err := parseStaticPod(path, data, s.cfg.NodeName, kubetypes.FileSource)
 	if err != nil {
 		reportManifestError(ctx, s.cfg.Recorder, s.cfg.NodeName, err, f.pod != nil)
 		return false

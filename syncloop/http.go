@@ -15,6 +15,7 @@ import (
 	utilio "k8s.io/utils/io"
 
 	"github.com/nodekit/nodekit/internal/parking"
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 // DefaultHTTPTimeout is upstream's timeout for reading the manifest URL.
@@ -76,8 +77,8 @@ func NewHTTPSource(cfg HTTPSourceConfig) (*HTTPSource, error) {
 	return &HTTPSource{cfg: cfg}, nil
 }
 
-// Name returns HTTPSourceName ("http").
-func (s *HTTPSource) Name() string { return HTTPSourceName }
+// Name returns kubetypes.HTTPSource ("http").
+func (s *HTTPSource) Name() string { return kubetypes.HTTPSource }
 
 // Run fetches at once and then every Period, sending a snapshot after each
 // fetch that changed the pods. It returns nil when ctx is done.
@@ -175,7 +176,7 @@ func (s *HTTPSource) prepare(ctx context.Context, decoded []*v1.Pod) []*v1.Pod {
 	out := make([]*v1.Pod, 0, len(decoded))
 	for _, d := range decoded {
 		generated := d.Name + "-" + strings.ToLower(s.cfg.NodeName)
-		pod, err := preparePod(s.cfg.URL, d, s.cfg.NodeName, HTTPSourceName)
+		pod, err := preparePod(s.cfg.URL, d, s.cfg.NodeName, kubetypes.HTTPSource)
 		if err != nil {
 			old, kept := prev[generated]
 			reportManifestError(ctx, s.cfg.Recorder, s.cfg.NodeName, err, kept)

@@ -13,6 +13,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodekit/nodekit/containerid"
+	"github.com/nodekit/nodekit/kubetypes"
 	"github.com/nodekit/nodekit/pleg"
 	"github.com/nodekit/nodekit/prober"
 )
@@ -99,8 +100,8 @@ func TestConfigOpsAndSourceAnnotations(t *testing.T) {
 	require.Len(t, got, 1)
 	require.Equal(t, ADD, got[0].Op)
 	ann := got[0].Pods[0].Annotations
-	require.Equal(t, "a", ann[ConfigSourceAnnotationKey])
-	require.Equal(t, t0.Format(time.RFC3339Nano), ann[ConfigFirstSeenAnnotationKey])
+	require.Equal(t, "a", ann[kubetypes.ConfigSourceAnnotationKey])
+	require.Equal(t, t0.Format(time.RFC3339Nano), ann[kubetypes.ConfigFirstSeenAnnotationKey])
 
 	// A duplicate full name in one snapshot is dropped.
 	got = nil
@@ -124,8 +125,8 @@ func TestConfigOpsAndSourceAnnotations(t *testing.T) {
 	// changed or not, and nothing of other sources.
 	var observed []string
 	m.observe = func(p *v1.Pod) { observed = append(observed, p.Name) }
-	m.set(ctx, APIServerSourceName, []*v1.Pod{testPod("p2", "v2")})
-	m.set(ctx, APIServerSourceName, []*v1.Pod{testPod("p2", "v2"), testPod("p3", "v3")})
+	m.set(ctx, kubetypes.APIServerSource, []*v1.Pod{testPod("p2", "v2")})
+	m.set(ctx, kubetypes.APIServerSource, []*v1.Pod{testPod("p2", "v2"), testPod("p3", "v3")})
 	m.set(ctx, "file", []*v1.Pod{testPod("s1", "w1")})
 	require.Equal(t, []string{"p2", "p2", "p3"}, observed)
 }
@@ -148,7 +149,7 @@ func TestMergerSkipsSeenVersions(t *testing.T) {
 		p.ResourceVersion, p.Labels = rv, map[string]string{"v": label}
 		return p
 	}
-	for _, source := range []string{APIServerSourceName, FileSourceName} {
+	for _, source := range []string{kubetypes.APIServerSource, kubetypes.FileSource} {
 		got = nil
 		first := version("1", "a")
 		m.set(ctx, source, []*v1.Pod{first})
@@ -159,7 +160,7 @@ func TestMergerSkipsSeenVersions(t *testing.T) {
 		m.set(ctx, source, []*v1.Pod{version("2", "c")})
 		m.set(ctx, source, []*v1.Pod{version("3", "c")})
 		want := []string{"ADD p a", "UPDATE p b", "UPDATE p c"}
-		if source == APIServerSourceName {
+		if source == kubetypes.APIServerSource {
 			want = []string{"ADD p a", "UPDATE p c"}
 		}
 		require.Equal(t, want, got, source)
@@ -176,7 +177,7 @@ func TestClassify(t *testing.T) {
 	}{
 		{"identical", func(*v1.Pod) {}, changeNone},
 		{"local annotation only", func(p *v1.Pod) {
-			p.Annotations = map[string]string{ConfigSourceAnnotationKey: "x", ConfigFirstSeenAnnotationKey: "y"}
+			p.Annotations = map[string]string{kubetypes.ConfigSourceAnnotationKey: "x", kubetypes.ConfigFirstSeenAnnotationKey: "y"}
 		}, changeNone},
 		{"status", func(p *v1.Pod) { p.Status.Phase = v1.PodRunning }, changeStatus},
 		{"label", func(p *v1.Pod) { p.Labels = map[string]string{"a": "b"} }, changeUpdate},
@@ -233,7 +234,7 @@ func TestMirrorPodsAreNotResolved(t *testing.T) {
 	ctx := context.Background()
 	l, rec, _, _ := newCoreLoop(t, nil)
 	mirror := testPod("static-node-a", "m1")
-	mirror.Annotations = map[string]string{ConfigMirrorAnnotationKey: "hash"}
+	mirror.Annotations = map[string]string{kubetypes.ConfigMirrorAnnotationKey: "hash"}
 	l.Set(ctx, "a", []*v1.Pod{mirror})
 	l.Iterate(ctx)
 	rec.take()

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 // maxManifestBytes is upstream's maxConfigLength: larger manifests are
@@ -116,8 +118,8 @@ func staticPod(pod *v1.Pod, nodeName, source string) field.ErrorList {
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	pod.Annotations[ConfigHashAnnotationKey] = string(pod.UID)
-	if source == FileSourceName {
+	pod.Annotations[kubetypes.ConfigHashAnnotationKey] = string(pod.UID)
+	if source == kubetypes.FileSource {
 		tolerateAllNoExecute(pod)
 	}
 	pod.Status.Phase = v1.PodPending

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 const goodManifest = `apiVersion: v1
@@ -29,13 +31,13 @@ spec:
 `
 
 func TestStaticPodDefaults(t *testing.T) {
-	pod, err := parseStaticPod("/m/web.yaml", []byte(goodManifest), "Node-A", FileSourceName)
+	pod, err := parseStaticPod("/m/web.yaml", []byte(goodManifest), "Node-A", kubetypes.FileSource)
 	require.NoError(t, err)
 	require.Equal(t, "web-node-a", pod.Name)
 	require.Equal(t, "default", pod.Namespace)
 	require.Equal(t, "Node-A", pod.Spec.NodeName)
 	require.Len(t, string(pod.UID), 32)
-	require.Equal(t, string(pod.UID), pod.Annotations[ConfigHashAnnotationKey])
+	require.Equal(t, string(pod.UID), pod.Annotations[kubetypes.ConfigHashAnnotationKey])
 	require.Equal(t, v1.PodPending, pod.Status.Phase)
 	s := pod.Spec
 	require.Equal(t, v1.RestartPolicyAlways, s.RestartPolicy)
@@ -56,17 +58,17 @@ func TestStaticPodDefaults(t *testing.T) {
 	require.NotNil(t, s.Volumes[0].EmptyDir)
 
 	// The UID depends on content, node and source kind only.
-	again, err := parseStaticPod("/elsewhere/renamed.yaml", []byte(goodManifest), "Node-A", FileSourceName)
+	again, err := parseStaticPod("/elsewhere/renamed.yaml", []byte(goodManifest), "Node-A", kubetypes.FileSource)
 	require.NoError(t, err)
 	require.Equal(t, pod.UID, again.UID)
-	other, err := parseStaticPod("/m/web.yaml", []byte(goodManifest), "node-b", FileSourceName)
+	other, err := parseStaticPod("/m/web.yaml", []byte(goodManifest), "node-b", kubetypes.FileSource)
 	require.NoError(t, err)
 	require.NotEqual(t, pod.UID, other.UID)
-	url, err := parseStaticPod("http://x", []byte(goodManifest), "Node-A", HTTPSourceName)
+	url, err := parseStaticPod("http://x", []byte(goodManifest), "Node-A", kubetypes.HTTPSource)
 	require.NoError(t, err)
 	require.NotEqual(t, pod.UID, url.UID)
 	require.Empty(t, url.Spec.Tolerations, "like upstream, only file pods get the NoExecute toleration")
-	changed, err := parseStaticPod("/m/web.yaml", []byte(strings.Replace(goodManifest, "image: nginx", "image: nginx:1.27", 1)), "Node-A", FileSourceName)
+	changed, err := parseStaticPod("/m/web.yaml", []byte(strings.Replace(goodManifest, "image: nginx", "image: nginx:1.27", 1)), "Node-A", kubetypes.FileSource)
 	require.NoError(t, err)
 	require.NotEqual(t, pod.UID, changed.UID)
 	require.Equal(t, v1.PullIfNotPresent, changed.Spec.Containers[0].ImagePullPolicy)
@@ -110,7 +112,7 @@ func TestInvalidManifestsNameTheField(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := parseStaticPod("/m/x.yaml", []byte(c.manifest), "node-a", FileSourceName)
+			_, err := parseStaticPod("/m/x.yaml", []byte(c.manifest), "node-a", kubetypes.FileSource)
 			require.ErrorIs(t, err, ErrInvalidManifest)
 			var me *ManifestError
 			require.True(t, errors.As(err, &me))

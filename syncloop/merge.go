@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 // eventFailedValidation is upstream's event reason for a pod config that
@@ -74,7 +76,7 @@ func (m *merger) diff(ctx context.Context, source string, pods []*v1.Pod) []PodU
 			continue
 		}
 		names[full] = struct{}{}
-		if m.observe != nil && source == APIServerSourceName {
+		if m.observe != nil && source == kubetypes.APIServerSource {
 			m.observe(ref)
 		}
 		existing, found := old[ref.UID]
@@ -85,8 +87,8 @@ func (m *merger) diff(ctx context.Context, source string, pods []*v1.Pod) []PodU
 			if p.Annotations == nil {
 				p.Annotations = map[string]string{}
 			}
-			p.Annotations[ConfigSourceAnnotationKey] = source
-			p.Annotations[ConfigFirstSeenAnnotationKey] = m.now().Format(time.RFC3339Nano)
+			p.Annotations[kubetypes.ConfigSourceAnnotationKey] = source
+			p.Annotations[kubetypes.ConfigFirstSeenAnnotationKey] = m.now().Format(time.RFC3339Nano)
 			cur[p.UID] = p
 			adds = append(adds, p)
 			continue
@@ -94,7 +96,7 @@ func (m *merger) diff(ctx context.Context, source string, pods []*v1.Pod) []PodU
 		cur[ref.UID] = existing
 		// What the merger has already seen needs no comparison: from the
 		// API server, the same resource version is the same object.
-		if source == APIServerSourceName && ref.ResourceVersion != "" && ref.ResourceVersion == existing.ResourceVersion {
+		if source == kubetypes.APIServerSource && ref.ResourceVersion != "" && ref.ResourceVersion == existing.ResourceVersion {
 			continue
 		}
 		existing.ResourceVersion = ref.ResourceVersion
@@ -187,7 +189,7 @@ func differSemantically(existing, ref *v1.Pod) bool {
 // isLocalAnnotation reports annotations the sync loop sets itself, ignored
 // when comparing.
 func isLocalAnnotation(k string) bool {
-	return k == ConfigSourceAnnotationKey || k == ConfigMirrorAnnotationKey || k == ConfigFirstSeenAnnotationKey
+	return k == kubetypes.ConfigSourceAnnotationKey || k == kubetypes.ConfigMirrorAnnotationKey || k == kubetypes.ConfigFirstSeenAnnotationKey
 }
 
 func annotationsEqual(a, b map[string]string) bool {
@@ -223,7 +225,7 @@ func applyChange(existing, ref *v1.Pod) {
 	for k, v := range ref.Annotations {
 		ann[k] = v
 	}
-	for _, k := range []string{ConfigSourceAnnotationKey, ConfigMirrorAnnotationKey, ConfigFirstSeenAnnotationKey} {
+	for _, k := range []string{kubetypes.ConfigSourceAnnotationKey, kubetypes.ConfigMirrorAnnotationKey, kubetypes.ConfigFirstSeenAnnotationKey} {
 		if v, ok := existing.Annotations[k]; ok {
 			ann[k] = v
 		}

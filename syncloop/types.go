@@ -4,8 +4,6 @@ import (
 	"context"
 
 	v1 "k8s.io/api/core/v1"
-
-	"github.com/nodekit/nodekit/kubetypes"
 )
 
 // Op is the kind of a PodUpdate, as upstream's kubetypes.PodOperation.
@@ -42,30 +40,6 @@ func (o Op) String() string {
 	}
 	return "UNKNOWN"
 }
-
-// Source names, as upstream's kubetypes.
-const (
-	// FileSourceName is the name of the static pod file source.
-	FileSourceName = kubetypes.FileSource
-	// HTTPSourceName is the name of the static pod URL source.
-	HTTPSourceName = kubetypes.HTTPSource
-	// APIServerSourceName is the name of the API server source.
-	APIServerSourceName = kubetypes.APIServerSource
-)
-
-// Annotation keys the pod sources set, identical to upstream's; the same
-// constants as package kubetypes, named here for the sources' users.
-const (
-	// ConfigSourceAnnotationKey names the source a pod came from.
-	ConfigSourceAnnotationKey = kubetypes.ConfigSourceAnnotationKey
-	// ConfigHashAnnotationKey carries the generated UID of a static pod.
-	ConfigHashAnnotationKey = kubetypes.ConfigHashAnnotationKey
-	// ConfigFirstSeenAnnotationKey is when the pod was first seen, in
-	// RFC 3339 with nanoseconds.
-	ConfigFirstSeenAnnotationKey = kubetypes.ConfigFirstSeenAnnotationKey
-	// ConfigMirrorAnnotationKey marks a mirror pod (v1.MirrorPodAnnotationKey).
-	ConfigMirrorAnnotationKey = kubetypes.ConfigMirrorAnnotationKey
-)
 
 // PodUpdate is one change dispatched to the Handler: an operation on pods of
 // one source.

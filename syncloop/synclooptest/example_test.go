@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/nodekit/nodekit/kubetypes"
 	"github.com/nodekit/nodekit/pleg"
 	"github.com/nodekit/nodekit/syncloop"
 	"github.com/nodekit/nodekit/syncloop/synclooptest"
@@ -23,7 +24,7 @@ func Example() {
 	h := &synclooptest.Handler{}
 	loop, err := syncloop.New(syncloop.Config{
 		Handler:         h,
-		ExternalSources: []string{syncloop.APIServerSourceName},
+		ExternalSources: []string{kubetypes.APIServerSource},
 		Clock:           clk,
 		PodsToSync:      func() []types.UID { return []types.UID{"uid-1"} },
 	})
@@ -32,7 +33,7 @@ func Example() {
 	}
 	web := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1"}}
 	db := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default", UID: "uid-2"}}
-	loop.Set(ctx, syncloop.APIServerSourceName, []*v1.Pod{web, db})
+	loop.Set(ctx, kubetypes.APIServerSource, []*v1.Pod{web, db})
 	loop.Iterate(ctx)
 	loop.HandlePLEGEvent(pleg.PodLifecycleEvent{ID: "uid-2", Type: pleg.ContainerStarted})
 	loop.Iterate(ctx)
@@ -55,7 +56,7 @@ func ExampleSource() {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	h := &synclooptest.Handler{}
-	src := synclooptest.NewSource(syncloop.APIServerSourceName)
+	src := synclooptest.NewSource(kubetypes.APIServerSource)
 	loop, err := syncloop.New(syncloop.Config{
 		Handler: h,
 		Sources: []syncloop.Source{src},
@@ -70,7 +71,7 @@ func ExampleSource() {
 	web := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1"}}
 	src.Push(web)
 	ops, _ := h.Wait(ctx, 1)
-	fmt.Println(synclooptest.Transcript(ops), ops[0].Pods[0].Annotations[syncloop.ConfigSourceAnnotationKey])
+	fmt.Println(synclooptest.Transcript(ops), ops[0].Pods[0].Annotations[kubetypes.ConfigSourceAnnotationKey])
 	src.Push()
 	ops, _ = h.Wait(ctx, 1)
 	fmt.Println(synclooptest.Transcript(ops))

@@ -14,6 +14,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodekit/nodekit/containerid"
+	"github.com/nodekit/nodekit/kubetypes"
 	"github.com/nodekit/nodekit/pleg"
 	"github.com/nodekit/nodekit/syncloop"
 	"github.com/nodekit/nodekit/syncloop/synclooptest"
@@ -46,14 +47,14 @@ func TestLoopCoreWithFakeHandler(t *testing.T) {
 	due := &dueList{}
 	l, err := syncloop.New(syncloop.Config{
 		Handler:         h,
-		ExternalSources: []string{syncloop.APIServerSourceName},
+		ExternalSources: []string{kubetypes.APIServerSource},
 		Clock:           clk,
 		PodsToSync:      due.get,
 	})
 	require.NoError(t, err)
 	step := func(pods ...*v1.Pod) []string {
 		t.Helper()
-		l.Set(ctx, syncloop.APIServerSourceName, pods)
+		l.Set(ctx, kubetypes.APIServerSource, pods)
 		l.Iterate(ctx)
 		return synclooptest.Transcript(h.Take())
 	}
@@ -81,7 +82,7 @@ func TestLoopCoreWithFakeHandler(t *testing.T) {
 	ops := h.Take()
 	require.Equal(t, []string{"SYNC p2"}, synclooptest.Transcript(ops))
 	require.Equal(t, []types.UID{"u2"}, ops[0].UIDs)
-	require.Equal(t, syncloop.APIServerSourceName, ops[0].Pods[0].Annotations[syncloop.ConfigSourceAnnotationKey])
+	require.Equal(t, kubetypes.APIServerSource, ops[0].Pods[0].Annotations[kubetypes.ConfigSourceAnnotationKey])
 
 	// The sync tick asks PodsToSync and resolves the UIDs through the
 	// loop's index; housekeeping follows on its own period.
@@ -130,7 +131,7 @@ func TestRunWithFakeSource(t *testing.T) {
 	ctx := testCtx(t)
 	h := &synclooptest.Handler{}
 	clk := clocktesting.NewFakeClock(t0)
-	src := synclooptest.NewSource(syncloop.APIServerSourceName)
+	src := synclooptest.NewSource(kubetypes.APIServerSource)
 	due := &dueList{}
 	l, err := syncloop.New(syncloop.Config{Handler: h, Sources: []syncloop.Source{src}, Clock: clk, PodsToSync: due.get})
 	require.NoError(t, err)

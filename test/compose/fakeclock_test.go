@@ -31,6 +31,7 @@ import (
 	"github.com/nodekit/nodekit/containergc"
 	"github.com/nodekit/nodekit/eviction"
 	"github.com/nodekit/nodekit/kubeclient/clientset"
+	"github.com/nodekit/nodekit/kubetypes"
 	"github.com/nodekit/nodekit/lease"
 	"github.com/nodekit/nodekit/nodestatus"
 	"github.com/nodekit/nodekit/pleg"
@@ -155,7 +156,7 @@ func TestOneFakeClockDrivesEveryRun(t *testing.T) {
 		}, Clock: clk})
 	require.NoError(t, err)
 	h := &host{workers: workers}
-	loop, err := syncloop.New(syncloop.Config{Handler: h, ExternalSources: []string{syncloop.APIServerSourceName},
+	loop, err := syncloop.New(syncloop.Config{Handler: h, ExternalSources: []string{kubetypes.APIServerSource},
 		RuntimeHealth: func() error { return gen.Healthy() }, PodsToSync: workers.DuePods, Clock: clk})
 	require.NoError(t, err)
 	gen, err = pleg.New(pleg.Config{Runtime: rt, RuntimeName: "fake", Sink: loop.HandlePLEGEvent, Clock: clk})
@@ -193,7 +194,7 @@ func TestOneFakeClockDrivesEveryRun(t *testing.T) {
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: uid},
 		Spec: v1.PodSpec{NodeName: node, Containers: []v1.Container{{Name: "app", LivenessProbe: &v1.Probe{
 			ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}, PeriodSeconds: 10}}}}}
-	loop.Set(ctx, syncloop.APIServerSourceName, []*v1.Pod{pod})
+	loop.Set(ctx, kubetypes.APIServerSource, []*v1.Pod{pod})
 	probes.UpdatePodStatus(ctx, pod, &v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{{Name: "app", ContainerID: "fake://c1",
 		State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(start)}}}}})
 

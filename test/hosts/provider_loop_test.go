@@ -18,6 +18,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodekit/nodekit/containerid"
+	"github.com/nodekit/nodekit/kubetypes"
 	"github.com/nodekit/nodekit/pleg"
 	"github.com/nodekit/nodekit/podworkers"
 	"github.com/nodekit/nodekit/syncloop"
@@ -408,7 +409,7 @@ func TestProviderLoop(t *testing.T) {
 	var gen *pleg.Generator
 	loop, err := syncloop.New(syncloop.Config{
 		Handler:         h,
-		ExternalSources: []string{syncloop.APIServerSourceName},
+		ExternalSources: []string{kubetypes.APIServerSource},
 		RuntimeHealth:   func() error { return gen.Healthy() },
 		PodsToSync:      workers.DuePods,
 		OnContainerDied: func(_ context.Context, uid types.UID, id containerid.ID) {
@@ -482,7 +483,7 @@ func TestProviderLoop(t *testing.T) {
 	firstID := critesting.BuildContainerName(&runtimeapi.ContainerMetadata{Name: "app"}, "web_default_uid-web_0")
 	restartID := critesting.BuildContainerName(&runtimeapi.ContainerMetadata{Name: "app", Attempt: 1}, "web_default_uid-web_0")
 
-	loop.Set(ctx, syncloop.APIServerSourceName, []*v1.Pod{newPod()})
+	loop.Set(ctx, kubetypes.APIServerSource, []*v1.Pod{newPod()})
 	d.runUntil(5*time.Second,
 		action{2 * time.Second, func() {
 			// The pod runs in the runtime.
@@ -530,7 +531,7 @@ func TestProviderLoop(t *testing.T) {
 	// The pod is removed from its source: killed, then finished.
 	removedAt := clk.Now().Sub(t0)
 	before = len(prov.history(uid))
-	loop.Set(ctx, syncloop.APIServerSourceName, nil)
+	loop.Set(ctx, kubetypes.APIServerSource, nil)
 	d.runUntil(removedAt + 10*time.Second)
 	var methods []string
 	for _, c := range prov.history(uid)[before:] {

@@ -284,7 +284,7 @@ func (a *Agent) close(ctx context.Context) {
 	}
 }
 
-// build wires the eight packages.
+// build wires the blocks.
 func (a *Agent) build(ctx context.Context) error {
 	var err error
 	// The handlers report recursive read-only mounts and user namespaces

@@ -1,5 +1,5 @@
 // Package agent is the reference assembly of nodekit: a node agent that
-// composes all eight packages into the kubelet's loop. The kubelet command
+// composes the library's blocks into the kubelet's loop. The kubelet command
 // in the parent directory is a thin flag wrapper around it; tests and the
 // demo run it in-process.
 package agent

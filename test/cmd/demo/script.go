@@ -14,7 +14,7 @@ import (
 
 	"github.com/nodekit/nodekit/containerid"
 	"github.com/nodekit/nodekit/crisim"
-	"github.com/nodekit/nodekit/syncloop"
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 // The outcomes the README promises, in the order they usually happen.
@@ -156,7 +156,7 @@ func (d *demo) observe(ctx context.Context) snapshot {
 
 // step advances the script on what s shows.
 func (d *demo) step(ctx context.Context, s snapshot) {
-	if p := s.pod("static-web-" + node); p != nil && p.Annotations[syncloop.ConfigMirrorAnnotationKey] != "" && p.Status.Phase == v1.PodRunning {
+	if p := s.pod("static-web-" + node); p != nil && p.Annotations[kubetypes.ConfigMirrorAnnotationKey] != "" && p.Status.Phase == v1.PodRunning {
 		d.outcome(outMirror, "static-web-"+node+" from the manifest directory is Running in the API")
 	}
 

@@ -8,7 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/nodekit/nodekit/syncloop"
+	"github.com/nodekit/nodekit/kubetypes"
 )
 
 // render redraws the interactive screen.
@@ -67,7 +67,7 @@ func printPods(s snapshot) {
 			state = p.Status.Reason
 		}
 		name := p.Name
-		if _, ok := p.Annotations[syncloop.ConfigMirrorAnnotationKey]; ok {
+		if _, ok := p.Annotations[kubetypes.ConfigMirrorAnnotationKey]; ok {
 			name += " (mirror)"
 		}
 		fmt.Printf("%-31s %-10s %d/%-4d %-9d %-11s %s\n", name, p.Status.Phase, ready, len(p.Spec.Containers), restarts, p.Status.PodIP, state)
