@@ -120,6 +120,22 @@ func (f fileConfig) fields() []field {
 			o.EvictionPressureTransitionPeriod = c.EvictionPressureTransitionPeriod.Duration
 			return nil
 		}},
+		{"imageGCHighThresholdPercent", "image-gc-high-threshold", func(c *kubeletconfig.Config) error {
+			o.ImageGCHighThresholdPercent = int(*c.ImageGCHighThresholdPercent)
+			return nil
+		}},
+		{"imageGCLowThresholdPercent", "image-gc-low-threshold", func(c *kubeletconfig.Config) error {
+			o.ImageGCLowThresholdPercent = int(*c.ImageGCLowThresholdPercent)
+			return nil
+		}},
+		{"imageMinimumGCAge", "minimum-image-ttl-duration", func(c *kubeletconfig.Config) error {
+			o.ImageMinimumGCAge = c.ImageMinimumGCAge.Duration
+			return nil
+		}},
+		{"imageMaximumGCAge", "image-maximum-gc-age", func(c *kubeletconfig.Config) error {
+			o.ImageMaximumGCAge = c.ImageMaximumGCAge.Duration
+			return nil
+		}},
 		{"allowedUnsafeSysctls", "allowed-unsafe-sysctls", func(c *kubeletconfig.Config) error { o.AllowedUnsafeSysctls = c.AllowedUnsafeSysctls; return nil }},
 		{"cgroupsPerQOS", "cgroups-per-qos", func(c *kubeletconfig.Config) error { *f.cgroupsPerQOS = *c.CgroupsPerQOS; return nil }},
 		{"cgroupDriver", "cgroup-driver", func(c *kubeletconfig.Config) error { o.CgroupDriver = c.CgroupDriver; return nil }},

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,6 +32,10 @@ healthzPort: 0
 systemReserved: {cpu: 100m, memory: 256Mi}
 kubeReserved: {memory: 128Mi}
 evictionHard: {memory.available: 200Mi, nodefs.available: 5%}
+imageGCHighThresholdPercent: 90
+imageGCLowThresholdPercent: 70
+imageMinimumGCAge: 5m
+imageMaximumGCAge: 168h
 registerWithTaints:
 - {key: edge, value: "true", effect: NoSchedule}
 providerID: edge://n1
@@ -39,7 +44,7 @@ authentication:
 authorization: {mode: AlwaysAllow}
 containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
 `)
-	opts, err := parseFlags([]string{"--config", cfg, "--node-name", "n1", "--max-pods", "60", "--cluster-domain", "corp.local",
+	opts, err := parseFlags([]string{"--config", cfg, "--node-name", "n1", "--max-pods", "60", "--cluster-domain", "corp.local", "--image-gc-low-threshold", "75",
 		"--node-labels", "node.kubernetes.io/role=edge,example.com/site=berlin", "--hostname-override", "Edge-1"})
 	require.NoError(t, err)
 	assert.Equal(t, "/etc/kubernetes/manifests", opts.PodManifestPath)
@@ -50,6 +55,10 @@ containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
 	assert.Equal(t, "-", opts.HealthzAddr, "healthzPort 0 turns it off")
 	assert.Equal(t, v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("256Mi")}, opts.SystemReserved)
 	assert.Equal(t, "memory.available<200Mi,nodefs.available<5%", opts.EvictionHard)
+	assert.Equal(t, 90, opts.ImageGCHighThresholdPercent)
+	assert.Equal(t, 75, opts.ImageGCLowThresholdPercent, "a flag given overrides the file")
+	assert.Equal(t, 5*time.Minute, opts.ImageMinimumGCAge)
+	assert.Equal(t, 168*time.Hour, opts.ImageMaximumGCAge)
 	assert.Equal(t, []v1.Taint{{Key: "edge", Value: "true", Effect: v1.TaintEffectNoSchedule}}, opts.RegisterWithTaints)
 	assert.Equal(t, "edge://n1", opts.ProviderID)
 	assert.Equal(t, "/etc/ca.crt", opts.ClientCAFile)

@@ -36,6 +36,8 @@ import (
 	"github.com/nodekit/nodekit/criinstrument"
 	"github.com/nodekit/nodekit/crisim"
 	"github.com/nodekit/nodekit/eviction"
+	"github.com/nodekit/nodekit/imagegc"
+	"github.com/nodekit/nodekit/internal/diskusage"
 	"github.com/nodekit/nodekit/kubeclient"
 	"github.com/nodekit/nodekit/kubeclient/clientset"
 	"github.com/nodekit/nodekit/kubeletapi"
@@ -118,6 +120,7 @@ type Agent struct {
 	// allocatable with the reservations.
 	hardEviction []eviction.Threshold
 	gc           *containergc.Collector
+	imageGC      *imagegc.Manager
 }
 
 // New connects to the runtime (starting the simulator if asked) and builds
@@ -389,6 +392,12 @@ func (a *Agent) build(ctx context.Context) error {
 		SourcesReady: func() bool { return a.loop.SourcesReady() }}); err != nil {
 		return err
 	}
+	if a.imageGC, err = imagegc.New(imagegc.Config{Images: a.images, Containers: a.rt, ImageFs: a.imageFs,
+		HighThresholdPercent: a.opts.ImageGCHighThresholdPercent, LowThresholdPercent: a.opts.ImageGCLowThresholdPercent,
+		MinAge: a.opts.ImageMinimumGCAge, MaxAge: a.opts.ImageMaximumGCAge,
+		Recorder: a.recorder, NodeRef: a.nodeRef(), Clock: a.opts.Clock, Registerer: a.registry}); err != nil {
+		return err
+	}
 	if err := a.buildEviction(); err != nil {
 		return err
 	}
@@ -550,10 +559,36 @@ func (a *Agent) buildEviction() error {
 		Thresholds: thresholds, Summary: a.summary, ActivePods: a.activePods, KillPod: a.workers.KillPodNow,
 		PodCleanedUp:             func(p *v1.Pod) bool { return a.workers.ShouldPodBeFinished(p.UID) },
 		DeleteUnusedContainers:   a.gc.Collect,
+		DeleteUnusedImages:       a.imageGC.DeleteUnusedImages,
 		PressureTransitionPeriod: a.opts.EvictionPressureTransitionPeriod,
 		Recorder:                 a.recorder, NodeRef: a.nodeRef(), Clock: a.opts.Clock, Registerer: a.registry,
 	})
 	return err
+}
+
+// imageFs is the size and free space of the filesystem the runtime keeps
+// its images on (the mountpoint its ImageFsInfo names), else (a simulated
+// runtime's made-up mountpoint) of the root directory's, for image garbage
+// collection.
+func (a *Agent) imageFs(ctx context.Context) (imagegc.FsStats, error) {
+	paths := []string{a.opts.RootDir}
+	if info, err := a.images.ImageFsInfo(ctx); err == nil {
+		for _, fs := range info.GetImageFilesystems() {
+			if mp := fs.GetFsId().GetMountpoint(); mp != "" {
+				paths = []string{mp, a.opts.RootDir}
+				break
+			}
+		}
+	}
+	var errs []error
+	for _, p := range paths {
+		st, err := diskusage.Statfs(p)
+		if err == nil {
+			return imagegc.FsStats{CapacityBytes: st.Capacity, AvailableBytes: st.Available}, nil
+		}
+		errs = append(errs, fmt.Errorf("image filesystem %s: %w", p, err))
+	}
+	return imagegc.FsStats{}, errors.Join(errs...)
 }
 
 // podVolumes is what the volume manager measured of a pod's volumes, for

@@ -135,6 +135,13 @@ type Options struct {
 	// condition stays after the signal went back under its threshold.
 	// Default 5m.
 	EvictionPressureTransitionPeriod time.Duration
+	// ImageGCHighThresholdPercent and ImageGCLowThresholdPercent are the
+	// kubelet's image GC thresholds (imageGCHighThresholdPercent, 85;
+	// imageGCLowThresholdPercent, 80); ImageMinimumGCAge and
+	// ImageMaximumGCAge its minimum (2m) and maximum (0: none) image ages.
+	// Zero values are the kubelet's defaults.
+	ImageGCHighThresholdPercent, ImageGCLowThresholdPercent int
+	ImageMinimumGCAge, ImageMaximumGCAge                    time.Duration
 	// AllowedUnsafeSysctls are the kubelet's --allowed-unsafe-sysctls:
 	// sysctl names or prefixes ("kernel.msg*") pods may set beyond the
 	// safe set.

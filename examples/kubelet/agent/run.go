@@ -73,6 +73,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	start("status", a.statusMgr.Run)
 	start("eviction", a.evict.Run)
 	start("containergc", a.gc.Run)
+	start("imagegc", a.imageGC.Run)
 	start("syncloop", a.loop.Run)
 	if a.plugins != nil {
 		start("plugins", a.runPlugins)
