@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +38,13 @@ type CollectorConfig struct {
 	// removed because its config has not arrived yet (the kubelet's
 	// allSourcesReady). Nil: always ready.
 	SourcesReady func() bool
+	// PodLogsDir, if set, is the pod log root ("/var/log/pods"): after
+	// each pass (once SourcesReady) the log directory of every pod the
+	// agent no longer knows, and of which the runtime has no sandbox or
+	// container left, is removed, rotated logs and all (the kubelet's
+	// evictPodLogsDirectories). Empty: pod log directories are the
+	// host's.
+	PodLogsDir string
 	// Period is the time between passes of Run; zero means DefaultPeriod.
 	Period time.Duration
 	// Clock drives Run; nil means the real clock.
@@ -75,7 +86,50 @@ func (c *Collector) Collect(ctx context.Context) error {
 		exists = func(types.UID) bool { return true }
 	}
 	_, err := Collect(ctx, c.cfg.Runtime, c.cfg.Policy, exists)
+	if c.cfg.PodLogsDir != "" && (c.cfg.SourcesReady == nil || c.cfg.SourcesReady()) {
+		err = errors.Join(err, c.evictPodLogs(ctx))
+	}
 	return err
+}
+
+// evictPodLogs removes the log directories ("<namespace>_<name>_<uid>")
+// of pods that are gone from the agent and from the runtime.
+func (c *Collector) evictPodLogs(ctx context.Context) error {
+	entries, err := os.ReadDir(c.cfg.PodLogsDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read pod logs directory: %w", err)
+	}
+	running := map[types.UID]bool{}
+	sandboxes, err := c.cfg.Runtime.ListPodSandbox(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("list sandboxes: %w", err)
+	}
+	for _, sb := range sandboxes {
+		running[types.UID(sb.GetMetadata().GetUid())] = true
+	}
+	containers, err := c.cfg.Runtime.ListContainers(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("list containers: %w", err)
+	}
+	for _, ctr := range containers {
+		running[types.UID(ctr.GetLabels()[labelPodUID])] = true
+	}
+	logger := klog.FromContext(ctx)
+	for _, e := range entries {
+		name := e.Name()
+		uid := types.UID(name[strings.LastIndex(name, "_")+1:])
+		if !e.IsDir() || uid == "" || c.cfg.PodExists(uid) || running[uid] {
+			continue
+		}
+		logger.V(4).Info("Removing pod logs", "podUID", uid)
+		if err := os.RemoveAll(filepath.Join(c.cfg.PodLogsDir, name)); err != nil {
+			logger.Error(err, "Failed to remove pod logs directory", "path", name)
+		}
+	}
+	return nil
 }
 
 // Run collects at once and then every Period until ctx is done; a failed

@@ -3,6 +3,8 @@ package containergc
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -210,4 +212,35 @@ func TestCollectorNextWake(t *testing.T) {
 	require.NoError(t, <-done)
 	_, ok = c.NextWake()
 	require.False(t, ok, "stopped")
+}
+
+// TestPodLogDirectories: once the sources are ready, the log directory of
+// a pod neither the agent nor the runtime knows any more is removed; a
+// known pod's, and one whose sandbox or container remains, stay.
+func TestPodLogDirectories(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"ns_known_uid-known", "ns_gone_uid-gone", "ns_sandbox_uid-sb", "ns_ctr_uid-ctr"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, d, "app"), 0o750))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, d, "app", "0.log"), []byte("x"), 0o640))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "stray-file"), nil, 0o640))
+	rt := &fakeRuntime{
+		sandboxes:  []*runtimeapi.PodSandbox{{Id: "s1", Metadata: &runtimeapi.PodSandboxMetadata{Uid: "uid-sb"}, State: runtimeapi.PodSandboxState_SANDBOX_READY}},
+		containers: []*runtimeapi.Container{{Id: "c1", Labels: map[string]string{labelPodUID: "uid-ctr"}, State: runtimeapi.ContainerState_CONTAINER_RUNNING}},
+	}
+	ready := false
+	c, err := NewCollector(CollectorConfig{Runtime: rt, PodExists: func(uid types.UID) bool { return uid == "uid-known" },
+		SourcesReady: func() bool { return ready }, PodLogsDir: dir})
+	require.NoError(t, err)
+	require.NoError(t, c.Collect(context.Background()))
+	require.DirExists(t, filepath.Join(dir, "ns_gone_uid-gone"), "not before every source is read")
+	ready = true
+	require.NoError(t, c.Collect(context.Background()))
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	assert.Equal(t, []string{"ns_ctr_uid-ctr", "ns_known_uid-known", "ns_sandbox_uid-sb", "stray-file"}, names)
 }

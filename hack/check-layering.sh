@@ -12,7 +12,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 mod=github.com/nodekit/nodekit
-blocks="imagegc nodestatus lease pleg podworkers eviction prober syncloop kubeletapi podstatus podsyncer podhandler volumes admission nodeclaim nodecerts kubeletconfig virtualnode pluginwatch criinstrument basemetrics clientmetrics stats userns"
+blocks="imagegc logrotate nodestatus lease pleg podworkers eviction prober syncloop kubeletapi podstatus podsyncer podhandler volumes admission nodeclaim nodecerts kubeletconfig virtualnode pluginwatch criinstrument basemetrics clientmetrics stats userns"
 # allowed "block:dependency" edges
 allowed=" syncloop:pleg syncloop:prober podsyncer:podworkers podsyncer:pleg podsyncer:podstatus podhandler:podworkers podhandler:admission virtualnode:lease virtualnode:nodestatus virtualnode:podworkers virtualnode:kubeletapi virtualnode:podstatus "
 bad=0

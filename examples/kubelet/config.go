@@ -136,6 +136,30 @@ func (f fileConfig) fields() []field {
 			o.ImageMaximumGCAge = c.ImageMaximumGCAge.Duration
 			return nil
 		}},
+		{"containerLogMaxSize", "container-log-max-size", func(c *kubeletconfig.Config) error {
+			q, err := resource.ParseQuantity(c.ContainerLogMaxSize)
+			if err != nil {
+				return fmt.Errorf("%q: %w", c.ContainerLogMaxSize, err)
+			}
+			n, ok := q.AsInt64()
+			if !ok {
+				return fmt.Errorf("%q: not a size in bytes", c.ContainerLogMaxSize)
+			}
+			o.ContainerLogMaxSize = n
+			return nil
+		}},
+		{"containerLogMaxFiles", "container-log-max-files", func(c *kubeletconfig.Config) error {
+			o.ContainerLogMaxFiles = int(*c.ContainerLogMaxFiles)
+			return nil
+		}},
+		{"containerLogMaxWorkers", "container-log-max-workers", func(c *kubeletconfig.Config) error {
+			o.ContainerLogMaxWorkers = int(*c.ContainerLogMaxWorkers)
+			return nil
+		}},
+		{"containerLogMonitorInterval", "container-log-monitor-interval", func(c *kubeletconfig.Config) error {
+			o.ContainerLogMonitorInterval = c.ContainerLogMonitorInterval.Duration
+			return nil
+		}},
 		{"allowedUnsafeSysctls", "allowed-unsafe-sysctls", func(c *kubeletconfig.Config) error { o.AllowedUnsafeSysctls = c.AllowedUnsafeSysctls; return nil }},
 		{"cgroupsPerQOS", "cgroups-per-qos", func(c *kubeletconfig.Config) error { *f.cgroupsPerQOS = *c.CgroupsPerQOS; return nil }},
 		{"cgroupDriver", "cgroup-driver", func(c *kubeletconfig.Config) error { o.CgroupDriver = c.CgroupDriver; return nil }},

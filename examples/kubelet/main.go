@@ -29,6 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/mem"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -84,6 +85,21 @@ func parseFlags(args []string) (agent.Options, error) {
 	fs.IntVar(&opts.ImageGCLowThresholdPercent, "image-gc-low-threshold", 0, "image filesystem usage percent image garbage collection frees down to (default 80)")
 	fs.DurationVar(&opts.ImageMinimumGCAge, "minimum-image-ttl-duration", 0, "minimum age of an unused image before it is garbage collected (default 2m)")
 	fs.DurationVar(&opts.ImageMaximumGCAge, "image-maximum-gc-age", 0, "maximum age an image can be unused before it is garbage collected (default 0: none)")
+	fs.Func("container-log-max-size", "size at which a container's log is rotated, e.g. 10Mi (default 10Mi; negative: no rotation)", func(v string) error {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return err
+		}
+		n, ok := q.AsInt64()
+		if !ok {
+			return fmt.Errorf("%q: not a size in bytes", v)
+		}
+		opts.ContainerLogMaxSize = n
+		return nil
+	})
+	fs.IntVar(&opts.ContainerLogMaxFiles, "container-log-max-files", 0, "most log files a container may have, the live one included (default 5)")
+	fs.IntVar(&opts.ContainerLogMaxWorkers, "container-log-max-workers", 0, "containers whose logs are looked at concurrently (default 1)")
+	fs.DurationVar(&opts.ContainerLogMonitorInterval, "container-log-monitor-interval", 0, "how often container logs are looked at for rotation (default 10s)")
 	fs.StringVar(&opts.HealthzAddr, "healthz-address", agent.DefaultHealthzAddr, `address of plain-HTTP /healthz, unauthenticated; it serves nothing else ("-" disables)`)
 	fs.StringVar(&address, "address", "0.0.0.0", "IP address of the kubelet API (and of --read-only-port)")
 	fs.IntVar(&port, "port", 10250, "port of the kubelet API (HTTPS: logs, exec, attach, port-forward, pods, stats, metrics; authenticated, authorized); 0 disables it")

@@ -43,6 +43,7 @@ import (
 	"github.com/nodekit/nodekit/kubeletapi"
 	"github.com/nodekit/nodekit/kubetypes"
 	"github.com/nodekit/nodekit/lease"
+	"github.com/nodekit/nodekit/logrotate"
 	"github.com/nodekit/nodekit/nodecerts"
 	"github.com/nodekit/nodekit/nodeclaim"
 	"github.com/nodekit/nodekit/nodestatus"
@@ -121,6 +122,7 @@ type Agent struct {
 	hardEviction []eviction.Threshold
 	gc           *containergc.Collector
 	imageGC      *imagegc.Manager
+	logs         *logrotate.Manager // nil on the simulator
 }
 
 // New connects to the runtime (starting the simulator if asked) and builds
@@ -387,7 +389,7 @@ func (a *Agent) build(ctx context.Context) error {
 	}
 	// Container GC keeps everything until every source said what it
 	// wants (the loop is built below, before anything runs).
-	if a.gc, err = containergc.NewCollector(containergc.CollectorConfig{Runtime: a.rt, Clock: a.opts.Clock,
+	if a.gc, err = containergc.NewCollector(containergc.CollectorConfig{Runtime: a.rt, Clock: a.opts.Clock, PodLogsDir: a.opts.PodLogsDir,
 		PodExists:    func(uid types.UID) bool { _, ok := a.pods.Get(uid); return ok },
 		SourcesReady: func() bool { return a.loop.SourcesReady() }}); err != nil {
 		return err
@@ -397,6 +399,13 @@ func (a *Agent) build(ctx context.Context) error {
 		MinAge: a.opts.ImageMinimumGCAge, MaxAge: a.opts.ImageMaximumGCAge,
 		Recorder: a.recorder, NodeRef: a.nodeRef(), Clock: a.opts.Clock, Registerer: a.registry}); err != nil {
 		return err
+	}
+	if a.sim == nil {
+		if a.logs, err = logrotate.New(logrotate.Config{Runtime: a.rt, MaxSize: a.opts.ContainerLogMaxSize,
+			MaxFiles: a.opts.ContainerLogMaxFiles, MaxWorkers: a.opts.ContainerLogMaxWorkers,
+			MonitorInterval: a.opts.ContainerLogMonitorInterval, Clock: a.opts.Clock}); err != nil {
+			return err
+		}
 	}
 	if err := a.buildEviction(); err != nil {
 		return err

@@ -142,6 +142,13 @@ type Options struct {
 	// Zero values are the kubelet's defaults.
 	ImageGCHighThresholdPercent, ImageGCLowThresholdPercent int
 	ImageMinimumGCAge, ImageMaximumGCAge                    time.Duration
+	// ContainerLogMaxSize (bytes; negative: no rotation), ContainerLogMaxFiles,
+	// ContainerLogMaxWorkers and ContainerLogMonitorInterval are the
+	// kubelet's container log rotation settings (10Mi, 5, 1, 10s), applied
+	// with a real runtime. Zero values are the kubelet's defaults.
+	ContainerLogMaxSize                          int64
+	ContainerLogMaxFiles, ContainerLogMaxWorkers int
+	ContainerLogMonitorInterval                  time.Duration
 	// AllowedUnsafeSysctls are the kubelet's --allowed-unsafe-sysctls:
 	// sysctl names or prefixes ("kernel.msg*") pods may set beyond the
 	// safe set.

@@ -74,6 +74,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	start("eviction", a.evict.Run)
 	start("containergc", a.gc.Run)
 	start("imagegc", a.imageGC.Run)
+	if a.logs != nil {
+		start("logrotate", a.logs.Run)
+	}
 	start("syncloop", a.loop.Run)
 	if a.plugins != nil {
 		start("plugins", a.runPlugins)
