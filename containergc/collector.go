@@ -45,6 +45,12 @@ type CollectorConfig struct {
 	// evictPodLogsDirectories). Empty: pod log directories are the
 	// host's.
 	PodLogsDir string
+	// RemoveContainerLogs, if set, removes a container's log files (the
+	// live and the rotated ones: logrotate.Manager.Clean) before the
+	// container is removed; when it fails the container stays, as the
+	// kubelet's removeContainer. Nil: the files stay until their pod's log
+	// directory goes (PodLogsDir).
+	RemoveContainerLogs func(ctx context.Context, containerID string) error
 	// Period is the time between passes of Run; zero means DefaultPeriod.
 	Period time.Duration
 	// Clock drives Run; nil means the real clock.
@@ -85,11 +91,28 @@ func (c *Collector) Collect(ctx context.Context) error {
 	if c.cfg.SourcesReady != nil && !c.cfg.SourcesReady() {
 		exists = func(types.UID) bool { return true }
 	}
-	_, err := Collect(ctx, c.cfg.Runtime, c.cfg.Policy, exists)
+	rt := c.cfg.Runtime
+	if c.cfg.RemoveContainerLogs != nil {
+		rt = logCleaning{rt, c.cfg.RemoveContainerLogs}
+	}
+	_, err := Collect(ctx, rt, c.cfg.Policy, exists)
 	if c.cfg.PodLogsDir != "" && (c.cfg.SourcesReady == nil || c.cfg.SourcesReady()) {
 		err = errors.Join(err, c.evictPodLogs(ctx))
 	}
 	return err
+}
+
+// logCleaning removes a container's logs before the container.
+type logCleaning struct {
+	Runtime
+	removeLogs func(ctx context.Context, containerID string) error
+}
+
+func (r logCleaning) RemoveContainer(ctx context.Context, id string) error {
+	if err := r.removeLogs(ctx, id); err != nil {
+		return fmt.Errorf("remove the logs of container %s: %w", id, err)
+	}
+	return r.Runtime.RemoveContainer(ctx, id)
 }
 
 // evictPodLogs removes the log directories ("<namespace>_<name>_<uid>")

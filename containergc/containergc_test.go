@@ -244,3 +244,25 @@ func TestPodLogDirectories(t *testing.T) {
 	}
 	assert.Equal(t, []string{"ns_ctr_uid-ctr", "ns_known_uid-known", "ns_sandbox_uid-sb", "stray-file"}, names)
 }
+
+// TestCollectorRemovesContainerLogsFirst: a container's logs go before the
+// container; when they cannot, the container stays (upstream's
+// removeContainer).
+func TestCollectorRemovesContainerLogsFirst(t *testing.T) {
+	rt := &fakeRuntime{containers: []*runtimeapi.Container{ctr("c1", "s1", "gone", "a", 1, exited), ctr("c2", "s1", "gone", "b", 1, exited)},
+		sandboxes: []*runtimeapi.PodSandbox{sandbox("s1", "gone", 1, false)}}
+	var cleaned []string
+	c, err := NewCollector(CollectorConfig{Runtime: rt, PodExists: func(types.UID) bool { return false },
+		RemoveContainerLogs: func(_ context.Context, id string) error {
+			if id == "c2" {
+				return errors.New("log file busy")
+			}
+			cleaned = append(cleaned, id)
+			return nil
+		}})
+	require.NoError(t, err)
+	err = c.Collect(context.Background())
+	require.ErrorContains(t, err, "remove the logs of container c2: log file busy")
+	assert.Equal(t, []string{"c1"}, cleaned)
+	assert.Equal(t, []string{"c1", "s1"}, rt.removed, "c2 stays with its logs")
+}

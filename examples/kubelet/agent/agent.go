@@ -387,11 +387,18 @@ func (a *Agent) build(ctx context.Context) error {
 		Clock: a.opts.Clock, Recorder: a.recorder, Registerer: a.registry}); err != nil {
 		return err
 	}
+	if a.sim == nil {
+		if a.logs, err = logrotate.New(logrotate.Config{Runtime: a.rt, MaxSize: a.opts.ContainerLogMaxSize,
+			MaxFiles: a.opts.ContainerLogMaxFiles, MaxWorkers: a.opts.ContainerLogMaxWorkers,
+			MonitorInterval: a.opts.ContainerLogMonitorInterval, Clock: a.opts.Clock}); err != nil {
+			return err
+		}
+	}
 	// Container GC keeps everything until every source said what it
 	// wants (the loop is built below, before anything runs).
 	if a.gc, err = containergc.NewCollector(containergc.CollectorConfig{Runtime: a.rt, Clock: a.opts.Clock, PodLogsDir: a.opts.PodLogsDir,
 		PodExists:    func(uid types.UID) bool { _, ok := a.pods.Get(uid); return ok },
-		SourcesReady: func() bool { return a.loop.SourcesReady() }}); err != nil {
+		SourcesReady: func() bool { return a.loop.SourcesReady() }, RemoveContainerLogs: a.removeContainerLogs}); err != nil {
 		return err
 	}
 	if a.imageGC, err = imagegc.New(imagegc.Config{Images: a.images, Containers: a.rt, ImageFs: a.imageFs,
@@ -399,13 +406,6 @@ func (a *Agent) build(ctx context.Context) error {
 		MinAge: a.opts.ImageMinimumGCAge, MaxAge: a.opts.ImageMaximumGCAge,
 		Recorder: a.recorder, NodeRef: a.nodeRef(), Clock: a.opts.Clock, Registerer: a.registry}); err != nil {
 		return err
-	}
-	if a.sim == nil {
-		if a.logs, err = logrotate.New(logrotate.Config{Runtime: a.rt, MaxSize: a.opts.ContainerLogMaxSize,
-			MaxFiles: a.opts.ContainerLogMaxFiles, MaxWorkers: a.opts.ContainerLogMaxWorkers,
-			MonitorInterval: a.opts.ContainerLogMonitorInterval, Clock: a.opts.Clock}); err != nil {
-			return err
-		}
 	}
 	if err := a.buildEviction(); err != nil {
 		return err
@@ -573,6 +573,16 @@ func (a *Agent) buildEviction() error {
 		Recorder:                 a.recorder, NodeRef: a.nodeRef(), Clock: a.opts.Clock, Registerer: a.registry,
 	})
 	return err
+}
+
+// removeContainerLogs removes a container's log files before container GC
+// removes it (with a real runtime; the simulator's go with their pod's
+// log directory).
+func (a *Agent) removeContainerLogs(ctx context.Context, id string) error {
+	if a.logs == nil {
+		return nil
+	}
+	return a.logs.Clean(ctx, id)
 }
 
 // imageFs is the size and free space of the filesystem the runtime keeps
