@@ -21,6 +21,7 @@ import (
 
 	"github.com/nodekit/nodekit/admission"
 	"github.com/nodekit/nodekit/kubetypes"
+	"github.com/nodekit/nodekit/nodestatus/nodestatustest"
 	"github.com/nodekit/nodekit/podmanager"
 	"github.com/nodekit/nodekit/podstatus/podstatustest"
 	"github.com/nodekit/nodekit/podworkers"
@@ -37,6 +38,7 @@ var (
 	_ PodStore         = (*podmanager.Manager)(nil)
 	_ Statuses         = (*podstatustest.Manager)(nil)
 	_ OrphanCleaner    = (*volumestest.Volumes)(nil)
+	_ NodeGetter       = (*nodestatustest.Node)(nil)
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
