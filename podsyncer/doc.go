@@ -62,9 +62,11 @@
 // sync loop, mirror pods, housekeeping of orphaned sandboxes and container
 // garbage collection are the host's (see syncloop, admission, containergc).
 //
-// Imports: podworkers (the Syncer contract), pleg (the cache it reads),
-// podstatus (where statuses go), cgroups and allocation (pod cgroups and
-// in-place resize), podenv, kubetypes and clockctx (leaves); never another
+// Imports: podworkers (the Syncer contract), pleg (the runtime state type
+// it reads), podstatus (the status rules it shares with the status
+// manager), cgroups and allocation (their value types and helpers; the
+// managers themselves come through the Cgroups and Allocation
+// interfaces), podenv, kubetypes and clockctx (leaves); never another
 // block's internals.
 //
 // # Differences from upstream
