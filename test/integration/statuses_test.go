@@ -351,7 +351,7 @@ func withoutKey(m map[string]string, key string) map[string]string {
 // docs say the same). A path listed here is reported, not failed.
 var nodeDifferences = map[string]string{
 	".status.declaredFeatures[ExtendWebSocketsToKubelet]": "ExtendWebSocketsToKubelet is not declared: kubeletapi does not translate WebSocket streams itself, so the API server must keep doing it",
-	".metadata.annotations.nodekit.io/agent-id": "nodeclaim's claim on the node name: one live agent per node, a second refuses to start",
+	".metadata.annotations.nodekit.io/agent-id":           "nodeclaim's claim on the node name: one live agent per node, a second refuses to start",
 }
 
 // normalizeNode is the Node as a JSON tree with what differs between two
