@@ -158,22 +158,12 @@ func (c *Collector) evictPodLogs(ctx context.Context) error {
 // Run collects at once and then every Period until ctx is done; a failed
 // pass is logged and the next one runs on time. It returns nil.
 func (c *Collector) Run(ctx context.Context) error {
-	start := c.cfg.Clock.Now()
-	t := c.cfg.Clock.NewTicker(c.cfg.Period)
-	defer t.Stop()
-	for {
+	c.parked.Every(ctx, c.cfg.Clock, c.cfg.Period, func() {
 		if err := c.Collect(ctx); err != nil && ctx.Err() == nil {
 			klog.FromContext(ctx).Error(err, "Container garbage collection failed")
 		}
-		c.parked.Park(parking.TickAfter(start, c.cfg.Clock.Now(), c.cfg.Period), true, false)
-		select {
-		case <-ctx.Done():
-			c.parked.Park(time.Time{}, false, false)
-			return nil
-		case <-t.C():
-			c.parked.Park(time.Time{}, false, false)
-		}
-	}
+	})
+	return nil
 }
 
 // NextWake tells when Run's next pass is due, on the injected clock, while

@@ -363,36 +363,25 @@ func (m *Manager) DeleteUnusedImages(ctx context.Context) error {
 // filesystem's stats not being ready yet, as the kubelet allows).
 func (m *Manager) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
-	start := m.cfg.Clock.Now()
-	t := m.cfg.Clock.NewTicker(m.cfg.Period)
-	defer t.Stop()
 	failed := false
-	for {
-		if err := m.GarbageCollect(ctx); err != nil && ctx.Err() == nil {
-			if failed {
-				logger.Error(err, "Image garbage collection failed multiple times in a row")
-				m.event(EventImageGCFailed, err.Error())
-			} else {
-				logger.Error(err, "Image garbage collection failed once. Stats initialization may not have completed yet")
-			}
+	m.parked.Every(ctx, m.cfg.Clock, m.cfg.Period, func() {
+		err := m.GarbageCollect(ctx)
+		switch {
+		case err != nil && ctx.Err() != nil:
+		case err != nil && failed:
+			logger.Error(err, "Image garbage collection failed multiple times in a row")
+			m.event(EventImageGCFailed, err.Error())
+		case err != nil:
+			logger.Error(err, "Image garbage collection failed once. Stats initialization may not have completed yet")
 			failed = true
-		} else if err == nil {
-			level := 4
-			if failed {
-				level = 1
-			}
+		case failed:
 			failed = false
-			logger.V(level).Info("Image garbage collection succeeded")
+			logger.V(1).Info("Image garbage collection succeeded")
+		default:
+			logger.V(4).Info("Image garbage collection succeeded")
 		}
-		m.parked.Park(parking.TickAfter(start, m.cfg.Clock.Now(), m.cfg.Period), true, false)
-		select {
-		case <-ctx.Done():
-			m.parked.Park(time.Time{}, false, false)
-			return nil
-		case <-t.C():
-			m.parked.Park(time.Time{}, false, false)
-		}
-	}
+	})
+	return nil
 }
 
 // NextWake tells when Run's next pass is due while Run waits for it

@@ -117,23 +117,12 @@ func (m *Manager) Run(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	}
-	logger := klog.FromContext(ctx)
-	start := m.cfg.Clock.Now()
-	t := m.cfg.Clock.NewTicker(m.cfg.MonitorInterval)
-	defer t.Stop()
-	for {
+	m.parked.Every(ctx, m.cfg.Clock, m.cfg.MonitorInterval, func() {
 		if err := m.RotateLogs(ctx); err != nil && ctx.Err() == nil {
-			logger.Error(err, "Failed to rotate container logs")
+			klog.FromContext(ctx).Error(err, "Failed to rotate container logs")
 		}
-		m.parked.Park(parking.TickAfter(start, m.cfg.Clock.Now(), m.cfg.MonitorInterval), true, false)
-		select {
-		case <-ctx.Done():
-			m.parked.Park(time.Time{}, false, false)
-			return nil
-		case <-t.C():
-			m.parked.Park(time.Time{}, false, false)
-		}
-	}
+	})
+	return nil
 }
 
 // NextWake tells when Run's next pass is due while Run waits for it

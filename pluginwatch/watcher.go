@@ -145,22 +145,12 @@ func New(cfg Config) (*Watcher, error) {
 func (w *Watcher) Run(ctx context.Context) error {
 	var ops sync.WaitGroup
 	defer ops.Wait()
-	start := w.cfg.Clock.Now()
-	t := w.cfg.Clock.NewTicker(w.cfg.Period)
-	defer t.Stop()
-	for {
+	w.parked.Every(ctx, w.cfg.Clock, w.cfg.Period, func() {
 		if _, err := w.start(ctx, &ops); err != nil {
 			klog.FromContext(ctx).V(2).Info("Plugin registration pass failed", "dir", w.cfg.Dir, "err", err)
 		}
-		w.parked.Park(parking.TickAfter(start, w.cfg.Clock.Now(), w.cfg.Period), true, false)
-		select {
-		case <-ctx.Done():
-			w.parked.Park(time.Time{}, false, false)
-			return nil
-		case <-t.C():
-			w.parked.Park(time.Time{}, false, false)
-		}
-	}
+	})
+	return nil
 }
 
 // NextWake tells when Run next looks at the directory, on the injected

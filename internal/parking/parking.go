@@ -6,8 +6,11 @@
 package parking
 
 import (
+	"context"
 	"sync"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // State is one Run loop's parking state. The zero value is "not parked".
@@ -56,4 +59,25 @@ func TickAfter(start, now time.Time, period time.Duration) time.Time {
 		start = start.Add((now.Sub(start)/period + 1) * period)
 	}
 	return start
+}
+
+// Every runs pass at once and then on every tick of a ticker of period on
+// clk, until ctx is done, keeping p parked between passes until the next
+// tick (deaf to other wake-ups): the whole Run loop of a block that only
+// works on a period. It returns when ctx is done.
+func (p *State) Every(ctx context.Context, clk clock.WithTicker, period time.Duration, pass func()) {
+	start := clk.Now()
+	t := clk.NewTicker(period)
+	defer t.Stop()
+	for {
+		pass()
+		p.Park(TickAfter(start, clk.Now(), period), true, false)
+		select {
+		case <-ctx.Done():
+			p.Park(time.Time{}, false, false)
+			return
+		case <-t.C():
+			p.Park(time.Time{}, false, false)
+		}
+	}
 }
