@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -112,4 +113,20 @@ func (s *Server) instrument(serverType string, h http.Handler) http.Handler {
 // observe records a request with labels that started at start.
 func (s *Server) observe(labels []string, start time.Time) {
 	s.metrics.duration.WithLabelValues(labels...).Observe(s.cfg.Clock.Since(start).Seconds())
+}
+
+// PrefixGatherer gathers the families of g whose names start with prefix:
+// a host with one registry serves /metrics/probes as
+// PrefixGatherer(registry, "prober_").
+func PrefixGatherer(g prometheus.Gatherer, prefix string) prometheus.Gatherer {
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		all, err := g.Gather()
+		out := all[:0]
+		for _, f := range all {
+			if strings.HasPrefix(f.GetName(), prefix) {
+				out = append(out, f)
+			}
+		}
+		return out, err
+	})
 }

@@ -77,3 +77,18 @@ kubelet_http_requests_total{` + patch + `} 1
 	require.ErrorIs(t, err, kubeletapi.ErrInvalidConfig)
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want)), "the registry is unchanged")
 }
+
+func TestPrefixGatherer(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	for _, name := range []string{"prober_probe_total", "kubelet_running_pods", "prober_probe_duration_seconds"} {
+		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: name})
+		reg.MustRegister(g)
+	}
+	fams, err := kubeletapi.PrefixGatherer(reg, "prober_").Gather()
+	require.NoError(t, err)
+	var names []string
+	for _, f := range fams {
+		names = append(names, f.GetName())
+	}
+	require.Equal(t, []string{"prober_probe_duration_seconds", "prober_probe_total"}, names)
+}

@@ -119,6 +119,9 @@ type Config struct {
 	// failed tries of one update (the kubelet closes its connections
 	// there). It must not block.
 	OnRepeatedFailure func(err error)
+	// View, if set, is kept at the Node as last read or written, for the
+	// parts of the agent that read the node.
+	View *View
 	// Codec, if set, transforms the protobuf encoding of the last-known
 	// Node that the controller keeps between passes, and back. The
 	// controllers of many similar nodes (a virtual node agent's thousand)

@@ -175,6 +175,9 @@ func (c *Controller) remember(n *v1.Node) {
 		return
 	}
 	c.last, c.lastUID = enc, n.UID
+	if c.cfg.View != nil {
+		c.cfg.View.set(s.DeepCopy())
+	}
 }
 
 // lastNode decodes the last-known Node afresh, or returns nil (also when

@@ -45,6 +45,11 @@ type Config struct {
 	// through Loop.Set. Housekeeping waits for them too.
 	ExternalSources []string
 
+	// Inbox holds the input the producers (PLEG, prober, sources) queue;
+	// give one built before them (NewInbox) so they can be handed its
+	// methods before the Loop exists. nil: the Loop makes its own.
+	Inbox *Inbox
+
 	// RuntimeHealth reports why the container runtime cannot sync pods, or
 	// nil when it can (upstream's runtimeErrors; e.g. PLEG health). Optional:
 	// nil means always healthy. It must not block.

@@ -3,6 +3,7 @@ package syncloop
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,7 +13,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodekit/nodekit/containerid"
-	"github.com/nodekit/nodekit/internal/parking"
 	"github.com/nodekit/nodekit/internal/retry"
 	"github.com/nodekit/nodekit/kubetypes"
 	"github.com/nodekit/nodekit/pleg"
@@ -28,26 +28,14 @@ type Loop struct {
 	sources []string
 	merger  *merger
 	metrics *metrics
-	notify  chan struct{}
-	parked  parking.State // Run's state for NextWake; deaf while unhealthy
-	last    atomic.Int64  // unix nanoseconds of the last completed pass
-
-	mu      sync.Mutex // guards the mailboxes below
-	configQ []PodUpdate
-	plegQ   []types.UID
-	plegSet map[types.UID]struct{}
-	died    []deadContainer
-	probeQ  []probeKey
-	probes  map[probeKey]prober.Update
+	in      *Inbox       // the producers' mailboxes, Config.Inbox
+	last    atomic.Int64 // unix nanoseconds of the last completed pass
 
 	// Loop-goroutine state (Iterate is not reentrant).
-	iterMu     sync.Mutex
-	indexMu    sync.RWMutex // guards index: the loop writes, PodByUID reads
-	index      map[types.UID]*v1.Pod
-	dispatched map[string]bool
-	// ready is set once every source has been dispatched (read without
-	// iterMu: an eviction reclaim must not wait for a housekeeping pass).
-	ready       atomic.Bool
+	iterMu      sync.Mutex
+	indexMu     sync.RWMutex // guards index: the loop writes, PodByUID reads
+	index       map[types.UID]*v1.Pod
+	dispatched  map[string]bool
 	nextSync    time.Time
 	nextHK      time.Time
 	backoff     time.Duration
@@ -75,12 +63,18 @@ func New(cfg Config) (*Loop, error) {
 	if err != nil {
 		return nil, err
 	}
+	in := cfg.Inbox
+	if in == nil {
+		in = NewInbox()
+	}
+	if !in.taken.CompareAndSwap(false, true) {
+		return nil, fmt.Errorf("%w: the Inbox belongs to another Loop", ErrInvalidConfig)
+	}
+	in.metrics.Store(m)
 	l := &Loop{
 		cfg:        cfg,
 		metrics:    m,
-		notify:     make(chan struct{}, 1),
-		plegSet:    map[types.UID]struct{}{},
-		probes:     map[probeKey]prober.Update{},
+		in:         in,
 		index:      map[types.UID]*v1.Pod{},
 		dispatched: map[string]bool{},
 	}
@@ -93,20 +87,12 @@ func New(cfg Config) (*Loop, error) {
 	return l, nil
 }
 
-func (l *Loop) wake() {
-	l.parked.Wake()
-	select {
-	case l.notify <- struct{}{}:
-	default:
-	}
-}
-
 func (l *Loop) enqueueConfig(ups []PodUpdate) {
-	l.mu.Lock()
-	l.configQ = append(l.configQ, ups...)
-	l.mu.Unlock()
+	l.in.mu.Lock()
+	l.in.configQ = append(l.in.configQ, ups...)
+	l.in.mu.Unlock()
 	l.metrics.queued("config", len(ups))
-	l.wake()
+	l.in.wake()
 }
 
 // Set replaces the snapshot of the named source with pods and queues the
@@ -118,49 +104,16 @@ func (l *Loop) Set(ctx context.Context, source string, pods []*v1.Pod) {
 	l.merger.set(ctx, source, pods)
 }
 
-// HandlePLEGEvent queues a pod lifecycle event. It never blocks: events for
-// the same pod coalesce into one sync, and every ContainerDied event is kept
-// for OnContainerDied. Safe for concurrent use.
-func (l *Loop) HandlePLEGEvent(e pleg.PodLifecycleEvent) {
-	l.mu.Lock()
-	if isSyncWorthy(e.Type) {
-		if _, ok := l.plegSet[e.ID]; !ok {
-			l.plegSet[e.ID] = struct{}{}
-			l.plegQ = append(l.plegQ, e.ID)
-		}
-	}
-	if e.Type == pleg.ContainerDied && !e.ContainerID.IsEmpty() {
-		l.died = append(l.died, deadContainer{pod: e.ID, id: e.ContainerID})
-	}
-	l.mu.Unlock()
-	l.metrics.queued("pleg", 1)
-	l.wake()
-}
+// HandlePLEGEvent is Inbox.HandlePLEGEvent of the loop's Inbox.
+func (l *Loop) HandlePLEGEvent(e pleg.PodLifecycleEvent) { l.in.HandlePLEGEvent(e) }
 
-// HandleProbeUpdate queues a probe result. It never blocks: a newer result
-// of the same probe of the same container replaces an undispatched older one
-// (the pod sync reads the current results, so nothing is lost). Safe for
-// concurrent use; probe workers may call it directly.
+// HandleProbeUpdate is Inbox.HandleProbeUpdate of the loop's Inbox.
 func (l *Loop) HandleProbeUpdate(probe prober.ProbeType, u prober.Update) {
-	k := probeKey{probe: probe, containerID: u.ContainerID}
-	l.mu.Lock()
-	if _, ok := l.probes[k]; !ok {
-		l.probeQ = append(l.probeQ, k)
-	}
-	l.probes[k] = u
-	l.mu.Unlock()
-	l.metrics.queued("probe", 1)
-	l.wake()
+	l.in.HandleProbeUpdate(probe, u)
 }
 
-// SourcesReady reports whether every configured source has sent a snapshot
-// that was dispatched to the Handler (upstream's SourcesReady.AllReady).
-// Safe for concurrent use.
-//
-// It must not be called from a Handler method (the loop holds its lock
-// while it dispatches); HandlePodCleanups needs no check, the loop only
-// calls it once every source is ready.
-func (l *Loop) SourcesReady() bool { return l.ready.Load() }
+// SourcesReady is Inbox.SourcesReady of the loop's Inbox.
+func (l *Loop) SourcesReady() bool { return l.in.SourcesReady() }
 
 func (l *Loop) allDispatched() bool {
 	for _, s := range l.sources {
@@ -248,10 +201,10 @@ func (l *Loop) Unhealthy() bool {
 }
 
 func (l *Loop) dispatchConfig(ctx context.Context) {
-	l.mu.Lock()
-	q := l.configQ
-	l.configQ = nil
-	l.mu.Unlock()
+	l.in.mu.Lock()
+	q := l.in.configQ
+	l.in.configQ = nil
+	l.in.mu.Unlock()
 	logger := klog.FromContext(ctx)
 	h := l.cfg.Handler
 	for _, u := range q {
@@ -275,7 +228,7 @@ func (l *Loop) dispatchConfig(ctx context.Context) {
 		}
 		l.dispatched[u.Source] = true
 		if l.allDispatched() {
-			l.ready.Store(true)
+			l.in.ready.Store(true)
 		}
 		l.metrics.dispatched(u.Op.String())
 	}
@@ -333,16 +286,10 @@ func (l *Loop) PodByUID(uid types.UID) (*v1.Pod, bool) {
 }
 
 func (l *Loop) dispatchEvents(ctx context.Context) {
-	l.mu.Lock()
-	plegQ, died, probeQ, probes := l.plegQ, l.died, l.probeQ, l.probes
+	plegQ, died, probeQ, probes := l.in.take()
 	if len(plegQ)+len(died)+len(probeQ) == 0 {
-		l.mu.Unlock()
 		return
 	}
-	l.plegQ, l.died, l.probeQ = nil, nil, nil
-	l.plegSet = make(map[types.UID]struct{}, len(plegQ))
-	l.probes = make(map[probeKey]prober.Update, len(probeQ))
-	l.mu.Unlock()
 
 	logger := klog.FromContext(ctx)
 	pods := l.scratchPods[:0]

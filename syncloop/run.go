@@ -41,23 +41,23 @@ func (l *Loop) Run(ctx context.Context) error {
 
 	for {
 		wait := l.Iterate(ctx)
-		notify := l.notify
+		notify := l.in.notify
 		if l.Unhealthy() {
 			notify = nil // input keeps queueing; check health after the backoff
 		}
 		t := l.cfg.Clock.NewTimer(wait)
-		l.parked.Park(l.cfg.Clock.Now().Add(wait), notify == nil, false)
+		l.in.parked.Park(l.cfg.Clock.Now().Add(wait), notify == nil, false)
 		select {
 		case <-ctx.Done():
-			l.parked.Park(time.Time{}, false, false)
+			l.in.parked.Park(time.Time{}, false, false)
 			t.Stop()
 			cancel()
 			wg.Wait()
 			return firstErr
 		case <-notify:
-			l.parked.Park(time.Time{}, false, true)
+			l.in.parked.Park(time.Time{}, false, true)
 		case <-t.C():
-			l.parked.Park(time.Time{}, false, false)
+			l.in.parked.Park(time.Time{}, false, false)
 		}
 		t.Stop()
 	}
@@ -75,4 +75,4 @@ func (l *Loop) Run(ctx context.Context) error {
 // A next not after the clock's now means the timer has fired and Run is
 // about to wake: not parked yet, ask again. Package clockdrive steps a fake
 // clock over these methods.
-func (l *Loop) NextWake() (next time.Time, ok bool) { return l.parked.Next() }
+func (l *Loop) NextWake() (next time.Time, ok bool) { return l.in.parked.Next() }

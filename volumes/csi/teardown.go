@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sort"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -197,4 +199,11 @@ func (p *Plugin) InUse() []v1.UniqueVolumeName {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// CleanupOrphans is CleanupStaged as a housekeeping orphan cleaner
+// (podhandler.OrphanCleaner): placed after the pods' volumes, it unstages
+// what no pod uses any more.
+func (p *Plugin) CleanupOrphans(ctx context.Context, _ func(types.UID) bool) error {
+	return p.CleanupStaged(ctx)
 }
